@@ -1,0 +1,1 @@
+"""terminalworld: world models of the Linux terminal."""
