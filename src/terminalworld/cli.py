@@ -17,7 +17,8 @@ from terminalworld.records import InputError
 from terminalworld.sandbox import SandboxUnavailable
 from terminalworld.trajectories import TrajectoryError
 
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (InputError, TrajectoryError, SandboxUnavailable, FileNotFoundError)
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (InputError, TrajectoryError, SandboxUnavailable, FileNotFoundError,
+                                                     ValueError)  # RenderError, PackingError
 
 
 def run_cli(fn: Callable[[], object]) -> int:
@@ -48,6 +49,46 @@ def _corpus_subsets(a: argparse.Namespace) -> object:
     return make_subsets(SubsetsConfig(corpus=a.corpus, out=a.out, sizes=a.sizes, seed=a.seed))
 
 
+def _render(a: argparse.Namespace) -> object:
+    from terminalworld.render import RenderConfig, render_file
+
+    return render_file(RenderConfig(tokenizer=a.tokenizer, inputs=a.inputs, out=a.out, arm=a.arm, chat_template=a.chat_template,
+                                    max_len=a.max_len, exclude_harness_text=a.exclude_harness_text, view=a.view))  # fmt: skip
+
+
+def _show_mask(a: argparse.Namespace) -> object:
+    from terminalworld.assets import load_tokenizer
+    from terminalworld.formats import load_trajectories
+    from terminalworld.maskview import Coverage, highlight
+    from terminalworld.render import ARMS, Renderer
+
+    template = open(a.chat_template).read() if a.chat_template else None
+    renderer = Renderer(load_tokenizer(a.tokenizer), template, a.view, a.exclude_harness_text, a.max_len)
+    trajs = load_trajectories(a.inputs.split(","))
+    if not 0 <= a.index < len(trajs):
+        raise InputError(f"--index {a.index} is out of range: the input has {len(trajs)} trajectories")
+    color = sys.stdout.isatty() if a.color == "auto" else a.color == "always"
+    shown = renderer.render(trajs[a.index])
+    for arm in ARMS if a.arm == "all" else (a.arm,):
+        print(f"=== {shown.instance_id}: arm {arm} (trained tokens {'highlighted' if color else 'in [[ ]]'}) ===")
+        print(highlight(shown, arm, color, a.max_chars))
+    coverage = Coverage()
+    for t in trajs:
+        coverage.add(renderer.render(t))
+    print(f"\n=== coverage over {len(trajs)} trajectories, {coverage.tokens} tokens ===")
+    print(coverage.table())
+    return None
+
+
+def _render_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokenizer", required=True, help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    p.add_argument("--in", dest="inputs", required=True, help="trajectory file or glob (comma-separated for several)")
+    p.add_argument("--chat-template", default=None, help="Jinja chat template file (default: the tokenizer's)")
+    p.add_argument("--max-len", type=int, default=None)
+    p.add_argument("--exclude-harness-text", action="store_true", help="harness text owns nothing (ECHO's O')")
+    p.add_argument("--view", choices=["agent", "sim"], default="agent", help="sim: the dedicated-simulator framing")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="terminalworld", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -68,6 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub_.add_argument("--seed", type=int, default=42)
     sub_.add_argument("--out", required=True)
     sub_.set_defaults(fn=_corpus_subsets)
+
+    render = sub.add_parser("render", help="tokenize trajectories with one loss-mask arm")
+    _render_flags(render)
+    render.add_argument("--arm", choices=["assistant", "full", "user"], required=True)
+    render.add_argument("--out", required=True, help=".jsonl, .jsonl.gz or .parquet")
+    render.set_defaults(fn=_render)
+
+    show = sub.add_parser("show-mask", help="print a trajectory with each arm's trained tokens highlighted")
+    _render_flags(show)
+    show.add_argument("--arm", choices=["assistant", "full", "user", "all"], default="all")
+    show.add_argument("--index", type=int, default=0, help="which trajectory of the input to print")
+    show.add_argument("--max-chars", type=int, default=None, help="cut each printed arm after this many characters")
+    show.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    show.set_defaults(fn=_show_mask)
     return p
 
 

@@ -40,6 +40,13 @@ class Record:
     file: str
     line: int
     value: Any
+    raw: bytes | None = None  # the source line of a JSON Lines record, for copying it unchanged
+
+    def line_bytes(self) -> bytes:
+        """The record as one JSON Lines line (its source bytes when it came from one)."""
+        if self.raw is not None:
+            return self.raw if self.raw.endswith(b"\n") else self.raw + b"\n"
+        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
 def expand(pattern: str) -> list[str]:
@@ -95,7 +102,7 @@ def _iter_jsonl(path: str) -> Iterator[Record | BadLine]:
             if not text.strip():
                 continue
             try:
-                yield Record(path, n, json.loads(text))
+                yield Record(path, n, json.loads(text), raw)
             except json.JSONDecodeError as e:
                 yield BadLine(path, n, f"invalid JSON: {e.msg} at column {e.colno}")
 

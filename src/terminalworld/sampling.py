@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import os
 import tempfile
 from collections import Counter
@@ -92,7 +91,7 @@ def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
             if len(heap) == k and key >= -heap[0][0]:
                 continue
             offset = spill.tell()
-            spill.write(json.dumps(rec.value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+            spill.write(rec.line_bytes())
             item = (-key, offset)
             heapq.heappush(heap, item) if len(heap) < k else heapq.heapreplace(heap, item)
         if len(heap) < k:

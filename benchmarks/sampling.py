@@ -1,0 +1,135 @@
+"""Sampler throughput and peak memory on a generated 200k-trajectory corpus.
+
+    uv run python benchmarks/sampling.py [--trajectories 200000] [--out benchmarks/results/sampling.json]
+
+The corpus is built from real recorded trajectories (recorded once, then re-labelled with new
+instance ids and spread over up to 20,000 repos, with a long tail of rare repos), written as 20 jsonl.gz shards.
+Each method runs in its own process so peak RSS is its own:
+
+- ours: `make_subsets` (one streaming pass, bounded heap) and `sample_heldout`;
+- load-all: the obvious script — read every row into a list, shuffle with the seed, slice the
+  subsets, then scan for unseen repos — whose memory grows with the corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
+    from terminalworld.formats import load_trajectories
+    from terminalworld.recorder import RecordConfig, record_corpus
+
+    seed_dir = folder / "seed"
+    if not (seed_dir / "manifest.json").exists():
+        record_corpus(RecordConfig(out=str(seed_dir), trajectories=40, seed=5))
+    # Observations are cut to 400 characters so 200k rows fit a 24 GiB machine even for the
+    # load-all method (about 10 KB per row; SWE-ZERO's average is larger, which favours us more).
+    rows = []
+    for t in load_trajectories(str(seed_dir / "*.jsonl.gz")):
+        row = t.to_swe_zero_row()
+        row["messages"] = [dict(m, content=m["content"][:400]) if m["role"] == "user" else m for m in row["messages"]]
+        rows.append(row)
+    rng = random.Random(0)
+    per = n // shards
+    for s in range(shards):
+        with gzip.open(folder / f"corpus-{s:03d}.jsonl.gz", "wt", compresslevel=1) as f:
+            for i in range(s * per, (s + 1) * per):
+                # Repo sizes follow a 1/k law like real corpora: a few huge repos, a long tail of rare ones
+                # (the rare ones are where unseen-repo held-out trajectories come from).
+                k = int(math.exp(rng.uniform(0, math.log(20000))))
+                row = dict(rows[rng.randrange(len(rows))], instance_id=f"gen-{i}", repo=f"org{k}/repo{k}")
+                f.write(json.dumps(row) + "\n")
+
+
+OURS = """
+import sys
+from terminalworld.sampling import SubsetsConfig, HeldoutConfig, make_subsets, sample_heldout
+corpus, out, sizes, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+make_subsets(SubsetsConfig(corpus=corpus, out=out, sizes=sizes, seed=42))
+largest = max(int(s) for s in sizes.split(","))
+sample_heldout(HeldoutConfig(corpus=[corpus], train=[f"{out}/subset-{largest}.jsonl.gz"], out=f"{out}/heldout.jsonl", n=n, seed=42))
+import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+LOAD_ALL = """
+import glob, gzip, json, random, sys
+corpus, out, sizes, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+rows = [json.loads(l) for p in sorted(glob.glob(corpus)) for l in gzip.open(p, "rt")]
+rng = random.Random(42)
+rng.shuffle(rows)
+sizes = sorted(int(s) for s in sizes.split(","))
+for s in sizes:
+    with gzip.open(f"{out}/subset-{s}.jsonl.gz", "wt") as f:
+        for r in rows[:s]:
+            f.write(json.dumps(r) + "\\n")
+train = rows[: sizes[-1]]
+repos, ids = {r["repo"] for r in train}, {r["instance_id"] for r in train}
+picked, seen = [], set()
+for r in rows[sizes[-1]:]:
+    if r["repo"] not in repos and r["instance_id"] not in ids and r["repo"] not in seen and len(r["messages"]) >= 32:
+        picked.append(r); seen.add(r["repo"])
+    if len(picked) == n:
+        break
+import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def measure(code: str, args: list[str]) -> dict[str, float]:
+    """Wall time and peak RSS of one child process running `code`."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *args], check=True, stderr=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "peak_rss_mib": int(proc.stdout.split()[-1]) / 1024}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--trajectories", type=int, default=200_000)
+    p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--n", type=int, default=100)
+    p.add_argument("--data", default=str(HERE / ".data" / "sampling"))
+    p.add_argument("--out", default=str(HERE / "results" / "sampling.json"))
+    a = p.parse_args()
+    data = Path(a.data)
+    data.mkdir(parents=True, exist_ok=True)
+    if len(list(data.glob("corpus-*.jsonl.gz"))) != 20 or json.loads((data / "n.json").read_text() if (data / "n.json").exists() else "0") != a.trajectories:
+        build_corpus(data, a.trajectories)
+        (data / "n.json").write_text(json.dumps(a.trajectories))
+    corpus = str(data / "corpus-*.jsonl.gz")
+    corpus_bytes = sum(f.stat().st_size for f in data.glob("corpus-*.jsonl.gz"))
+    results = {}
+    for name, code in (("ours", OURS), ("load_all", LOAD_ALL)):
+        with tempfile.TemporaryDirectory() as out:
+            results[name] = measure(code, [corpus, out, a.sizes, str(a.n)])
+        results[name]["trajectories_per_s"] = a.trajectories / results[name]["wall_s"]
+    report = {
+        "trajectories": a.trajectories,
+        "corpus_gz_mib": corpus_bytes / 2**20,
+        "sizes": a.sizes,
+        "n": a.n,
+        "cpus": os.cpu_count(),
+        **results,
+        "time_ratio_ours_over_load_all": results["ours"]["wall_s"] / results["load_all"]["wall_s"],
+        "memory_ratio_ours_over_load_all": results["ours"]["peak_rss_mib"] / results["load_all"]["peak_rss_mib"],
+    }
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
