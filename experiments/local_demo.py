@@ -1,34 +1,29 @@
-"""The pipeline in miniature on CPU, under MARIN_PREFIX (default: ./local-prefix).
+"""The whole pipeline in miniature on CPU, under MARIN_PREFIX (default: ./local-prefix).
 
     python experiments/local_demo.py            # print the plan
-    python experiments/local_demo.py --run      # run it
+    python experiments/local_demo.py --run      # run it (finished steps are reused)
 
-Corpus stage: record a real-shell corpus with the bubblewrap recorder, draw nested training
-subsets, and sample held-out trajectories from repos unseen in training.
+Writes report.json / report.md / plots under the report artifact and prints the comparison.
 """
 
 import argparse
 import os
 import sys
 
-from terminalworld.cli import run_cli
-from terminalworld.demo import DemoConfig, describe_demo, run_demo
+os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
+os.environ.setdefault("WANDB_MODE", "offline")
 
-CONFIG = DemoConfig(
-    prefix=os.environ.get("MARIN_PREFIX", "local-prefix"),
-    trajectories=160,
-    record_seed=0,
-    subset_sizes="20,60",
-    heldout_n=24,
-    context_turns=14,
-    seed=42,
-)
+from terminalworld import pipeline  # noqa: E402
+from terminalworld.cli import run_cli  # noqa: E402
+from terminalworld.demo import DemoConfig, build  # noqa: E402
+
+CONFIG = DemoConfig(version="2026.12.02", trajectories=160, sft_size=40, pretrain_size=100, heldout_n=24, context_turns=5)
+handles = build(CONFIG)
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", action="store_true", help="run the pipeline (default: print the plan)")
-    args = parser.parse_args()
-    if not args.run:
-        print(describe_demo(CONFIG))
-        sys.exit(0)
-    sys.exit(run_cli(lambda: run_demo(CONFIG)))
+    if parser.parse_args().run:
+        sys.exit(run_cli(lambda: pipeline.run([handles["report"]]) or print(f"report: {handles['report'].path()}/report.json")))
+    else:
+        print(pipeline.plan([handles["report"]]))

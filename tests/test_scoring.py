@@ -135,8 +135,8 @@ def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypa
 
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
     calls = []
-    real = HFScorer.token_logprobs
-    monkeypatch.setattr(HFScorer, "token_logprobs", lambda self, ids, pos: calls.append(1) or real(self, ids, pos))
+    real = HFScorer.batch_logprobs
+    monkeypatch.setattr(HFScorer, "batch_logprobs", lambda self, items: calls.extend(items) or real(self, items))
     out = tmp_path / "agent.jsonl"
     first = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
     assert len(calls) == 3
@@ -183,3 +183,21 @@ def test_unknown_model_is_a_clear_error(heldout, tmp_path):
                        capture_output=True, text=True, cwd=str(__import__("tests.conftest").conftest.REPO_ROOT))  # fmt: skip
     assert r.returncode == 2 and "not a local folder, a URL, or an HF id in the local cache" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_right_padded_batches_equal_single_rows(heldout, smollm2):
+    from terminalworld.render import Renderer
+    from terminalworld.scoring import observation_spans
+
+    _, rows = heldout
+    scorer = HFScorer(smollm2)
+    items = []
+    for row in rows[1:]:
+        traj = heldout_trajectory(row)
+        r = Renderer(load_tokenizer("smollm2")).render(traj)
+        (span,) = observation_spans(r, traj, all_depths=False)
+        items.append((r.input_ids, span.positions))
+    assert len(items[0][0]) != len(items[1][0])
+    together = scorer.batch_logprobs(items)
+    for item, got in zip(items, together):
+        assert np.allclose(scorer.batch_logprobs([item])[0], got, atol=1e-4)

@@ -23,9 +23,11 @@ EXPECTED_ERRORS: tuple[type[BaseException], ...] = (InputError, TrajectoryError,
 
 def run_cli(fn: Callable[[], object]) -> int:
     """Run `fn`, turning expected failures into a one-line message and exit status 2."""
+    from terminalworld.pipeline import StepFailed
+
     try:
         result = fn()
-    except EXPECTED_ERRORS as e:
+    except (*EXPECTED_ERRORS, StepFailed) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,59 +1,61 @@
-"""The local miniature pipeline: each stage writes one artifact under the prefix and is skipped
-when its artifact already exists, so a second run reuses finished work."""
+"""The whole pipeline in miniature, as one Marin step graph (see experiments/local_demo.py).
+
+Record a real-shell corpus; draw nested subsets, whose smaller one is the SFT set and whose
+remainder is the base model's pretraining text (held apart from SFT); sample held-out rows from
+repos unseen in either; pretrain a tiny Qwen3 "base" as a plain language model (every token
+trained), so that, like Qwen3-1.7B-Base, it starts with some knowledge of terminal output;
+fine-tune it under each loss-mask arm; export to HF; score the base and the arms on the held-out
+rows; compare.
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
-from terminalworld.recorder import RecordConfig, record_corpus
-from terminalworld.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout, subset_path
+from terminalworld import pipeline
+from terminalworld.steps import SftRecipe
 
 
 @dataclass(frozen=True)
 class DemoConfig:
-    prefix: str
+    version: str = "2026.12.02"
     trajectories: int = 160
     record_seed: int = 0
-    subset_sizes: str = "20,60"
+    max_output_chars: int = 1000  # shorter observations than SWE-ZERO's 8000 keep rows CPU-sized
+    sft_size: int = 40
+    pretrain_size: int = 100  # rows sft_size..pretrain_size of the larger subset
     heldout_n: int = 24
-    context_turns: int = 14
+    context_turns: int = 5
     seed: int = 42
-
-    @property
-    def corpus_dir(self) -> str:
-        return os.path.join(self.prefix, "corpus", "recorded")
-
-    @property
-    def subsets_dir(self) -> str:
-        return os.path.join(self.prefix, "corpus", "subsets")
-
-    @property
-    def heldout_path(self) -> str:
-        return os.path.join(self.prefix, "heldout", f"sim_ppl_heldout_{self.heldout_n}.jsonl")
-
-    @property
-    def largest_subset(self) -> str:
-        return subset_path(self.subsets_dir, max(int(s) for s in self.subset_sizes.split(",")))
+    tokenizer: str = "smollm2"  # a real tokenizer with a small vocabulary keeps CPU training fast
+    seq_len: int = 4096
+    tiny: dict[str, int] = field(default_factory=lambda: {"hidden_dim": 64, "intermediate_dim": 192, "num_layers": 2,
+                                                          "num_heads": 4, "num_kv_heads": 2, "head_dim": 16})  # fmt: skip
+    pretrain_epochs: float = 6.0
+    pretrain_lr: float = 3e-3
+    sft_epochs: float = 4.0
+    sft_lr: float = 2e-3
+    batch_size: int = 4
+    arms: tuple[str, ...] = ("assistant", "full", "user")
 
 
-def describe_demo(cfg: DemoConfig) -> str:
-    return "\n".join([
-        f"record   {cfg.trajectories} trajectories (seed {cfg.record_seed}) -> {cfg.corpus_dir}",
-        f"subsets  sizes {cfg.subset_sizes} (seed {cfg.seed}) -> {cfg.subsets_dir}",
-        f"heldout  n={cfg.heldout_n}, {cfg.context_turns} context turns, unseen in {cfg.largest_subset} -> {cfg.heldout_path}",
-    ])  # fmt: skip
-
-
-def run_demo(cfg: DemoConfig) -> dict[str, Any]:
-    corpus_manifest = os.path.join(cfg.corpus_dir, "manifest.json")
-    if not os.path.exists(corpus_manifest):
-        record_corpus(RecordConfig(out=cfg.corpus_dir, trajectories=cfg.trajectories, seed=cfg.record_seed))
-    corpus = os.path.join(cfg.corpus_dir, "*.jsonl.gz")
-    if not os.path.exists(os.path.join(cfg.subsets_dir, "manifest.json")):
-        make_subsets(SubsetsConfig(corpus=corpus, out=cfg.subsets_dir, sizes=cfg.subset_sizes, seed=cfg.seed))
-    if not os.path.exists(cfg.heldout_path + ".manifest.json"):
-        sample_heldout(HeldoutConfig(corpus=[corpus], train=[cfg.largest_subset], out=cfg.heldout_path,
-                                     n=cfg.heldout_n, context_turns=cfg.context_turns, seed=cfg.seed))  # fmt: skip
-    return {"corpus": cfg.corpus_dir, "subsets": cfg.subsets_dir, "heldout": cfg.heldout_path}
+def build(cfg: DemoConfig) -> dict[str, object]:
+    """The demo's handles by role; `report` depends on everything else."""
+    v = cfg.version
+    corpus = pipeline.recorded_corpus(v, cfg.trajectories, cfg.record_seed, cfg.max_output_chars)
+    subsets = pipeline.subsets(corpus, v, sizes=[cfg.sft_size, cfg.pretrain_size], seed=cfg.seed)
+    heldout = pipeline.heldout(corpus, subsets, cfg.pretrain_size, v, cfg.heldout_n, cfg.context_turns, cfg.seed)
+    common = dict(batch_size=cfg.batch_size, warmup=0.1, weight_decay=0.0, max_grad_norm=1.0, seq_len=cfg.seq_len,
+                  max_seq_len=cfg.seq_len)  # fmt: skip
+    text = pipeline.tokenized(subsets, cfg.pretrain_size, "pretrain", v, cfg.tokenizer, cfg.seq_len - 1, cfg.seq_len,
+                              skip=cfg.sft_size, scale="demo")  # fmt: skip
+    base = pipeline.checkpoint(text, "base", "demo", v, SftRecipe(epochs=cfg.pretrain_epochs, learning_rate=cfg.pretrain_lr,
+                                                                  tiny=cfg.tiny, **common))  # fmt: skip
+    models = {"base": base}
+    for arm in cfg.arms:
+        data = pipeline.tokenized(subsets, cfg.sft_size, arm, v, cfg.tokenizer, cfg.seq_len - 1, cfg.seq_len, scale="demo")
+        models[arm] = pipeline.checkpoint(data, arm, "demo", v, SftRecipe(epochs=cfg.sft_epochs, learning_rate=cfg.sft_lr,
+                                                                          **common), init_from=base)  # fmt: skip
+    scores = {name: pipeline.scores(m, name, heldout, cfg.heldout_n, v) for name, m in models.items()}
+    report = pipeline.report(scores, base="base", reference="full" if "full" in cfg.arms else None, version=v)
+    return {"corpus": corpus, "subsets": subsets, "heldout": heldout, **models, "report": report}

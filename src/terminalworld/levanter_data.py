@@ -96,7 +96,7 @@ def training_tokenizer(tokenizer_path: str, out_dir: str, separator: str = QWEN3
 
     tok = load_tokenizer(tokenizer_path)
     sep_id = tok.convert_tokens_to_ids(separator)
-    if sep_id is None or sep_id == tok.unk_token_id:
+    if sep_id is None or tok.convert_ids_to_tokens(sep_id) != separator:
         raise PackingError(f"{tokenizer_path}: no token {separator!r} to use as document separator")
     if not os.path.exists(os.path.join(out_dir, "tokenizer_config.json")):
         os.makedirs(out_dir, exist_ok=True)

@@ -298,6 +298,7 @@ class RecordConfig:
     max_turns: int = 30
     workers: int = 0  # 0: one per core
     timeout_s: float = 10.0
+    max_output_chars: int = 8000  # SWE-ZERO's cap: the first and last half around a truncation note
 
 
 def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
@@ -316,7 +317,8 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     n_shards = (cfg.trajectories + cfg.shard_size - 1) // cfg.shard_size
-    sandbox_config = SandboxConfig(timeout_s=cfg.timeout_s)
+    half = cfg.max_output_chars // 2
+    sandbox_config = SandboxConfig(timeout_s=cfg.timeout_s, head_chars=half, tail_chars=cfg.max_output_chars - half)
     workers = cfg.workers or os.cpu_count() or 1
     shards = []
 

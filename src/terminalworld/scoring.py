@@ -81,15 +81,24 @@ class HFScorer:
         self.head = model.get_output_embeddings()
         self.max_len = getattr(model.config, "max_position_embeddings", None)
 
-    def token_logprobs(self, input_ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """log p(token[p] | tokens[:p]) for each p in positions (each p >= 1)."""
+    def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """log p(token[p] | tokens[:p]) at each row's positions (each p >= 1), several rows in one
+        forward. Rows are right-padded: under causal attention a real
+        token never sees the padding after it, so no attention mask is needed."""
         torch = self.torch
+        width = max(len(ids) for ids, _ in items)
+        batch = np.zeros((len(items), width), dtype=np.int64)
+        for b, (ids, _) in enumerate(items):
+            batch[b, : len(ids)] = ids
         with torch.inference_mode():
-            ids = torch.as_tensor(input_ids, dtype=torch.long, device=self.device)
-            pos = torch.as_tensor(positions, dtype=torch.long, device=self.device)
-            hidden = self.body(input_ids=ids[None]).last_hidden_state[0]
-            logp = torch.log_softmax(self.head(hidden[pos - 1]).float(), dim=-1)
-            return logp.gather(1, ids[pos][:, None])[:, 0].double().cpu().numpy()
+            ids = torch.as_tensor(batch, device=self.device)
+            hidden = self.body(input_ids=ids, use_cache=False).last_hidden_state
+            out = []
+            for b, (_, positions) in enumerate(items):
+                pos = torch.as_tensor(positions, dtype=torch.long, device=self.device)
+                logp = torch.log_softmax(self.head(hidden[b, pos - 1]).float(), dim=-1)
+                out.append(logp.gather(1, ids[b, pos][:, None])[:, 0].double().cpu().numpy())
+            return out
 
 
 class VLLMScorer:
@@ -105,12 +114,14 @@ class VLLMScorer:
         self.params = SamplingParams(max_tokens=1, prompt_logprobs=0)
         self.max_len = self.llm.llm_engine.model_config.max_model_len
 
-    def token_logprobs(self, input_ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
         from vllm.inputs import TokensPrompt
 
-        out = self.llm.generate(TokensPrompt(prompt_token_ids=input_ids.tolist()), self.params, use_tqdm=False)[0]
+        prompts = [TokensPrompt(prompt_token_ids=ids.tolist()) for ids, _ in items]
+        outs = self.llm.generate(prompts, self.params, use_tqdm=False)
         # prompt_logprobs[p] maps token ids to Logprob for position p; it always holds the observed token.
-        return np.array([out.prompt_logprobs[p][int(input_ids[p])].logprob for p in positions], dtype=np.float64)
+        return [np.array([o.prompt_logprobs[p][int(ids[p])].logprob for p in positions], dtype=np.float64)
+                for o, (ids, positions) in zip(outs, items)]  # fmt: skip
 
 
 def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
@@ -133,6 +144,7 @@ class ScoreConfig:
     all_depths: bool = False
     backend: Literal["hf", "vllm"] = "hf"
     sim_prompt: str = SIM_SYSTEM_PROMPT
+    batch_tokens: int = 65536  # GPU: padded tokens per forward
     cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/terminalworld/models"))
 
 
@@ -152,12 +164,14 @@ def _done_rows(path: str) -> dict[str, dict[str, Any]]:
     return done
 
 
-def score_rows(cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]], done: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def score_rows(cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]],
+               done: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Scored rows as they finish (in batches; longest first on GPU, input order on CPU)."""
     from tqdm import tqdm
 
-    for row in tqdm(rows, desc=f"score {cfg.mode}", unit="traj"):
+    pending = []
+    for row in rows:
         if row["instance_id"] in done:
-            yield done[row["instance_id"]]
             continue
         traj = heldout_trajectory(row)
         r = renderer.render(traj)
@@ -166,17 +180,39 @@ def score_rows(cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str
             yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
             continue
         spans = observation_spans(r, traj, cfg.all_depths)
-        positions = np.concatenate([s.positions for s in spans])
-        logprobs = scorer.token_logprobs(r.input_ids, positions)
-        parts, k = [], 0
-        for s in spans:
-            parts.append((s, logprobs[k : k + len(s.positions)]))
-            k += len(s.positions)
-        target, target_lp = parts[-1]
-        out = {**base, **span_stats(target_lp), "target_chars": target.chars, "target_family": target.family}
-        if cfg.all_depths:
-            out["depths"] = [{"depth": s.depth, "family": s.family, **span_stats(lp)} for s, lp in parts]
-        yield out
+        pending.append((base, r.input_ids, spans))
+    if cfg.device == "cuda":
+        pending.sort(key=lambda p: -len(p[1]))
+    with tqdm(total=len(pending), desc=f"score {cfg.mode}", unit="traj") as bar:
+        for batch in _batches(pending, cfg.batch_tokens if cfg.device == "cuda" else 0):
+            items = [(ids, np.concatenate([s.positions for s in spans])) for _, ids, spans in batch]
+            for (base, _, spans), logprobs in zip(batch, scorer.batch_logprobs(items)):
+                yield _row(base, spans, logprobs, cfg.all_depths)
+            bar.update(len(batch))
+
+
+def _batches(pending: list, token_budget: int) -> Iterator[list]:
+    """Consecutive groups whose padded size (rows x longest) stays within the budget; 0: one row each."""
+    batch: list = []
+    for item in pending:
+        if batch and (len(batch) + 1) * max(len(item[1]), len(batch[0][1])) > token_budget:
+            yield batch
+            batch = []
+        batch.append(item)
+    if batch:
+        yield batch
+
+
+def _row(base: dict[str, Any], spans: list[Span], logprobs: np.ndarray, all_depths: bool) -> dict[str, Any]:
+    parts, k = [], 0
+    for s in spans:
+        parts.append((s, logprobs[k : k + len(s.positions)]))
+        k += len(s.positions)
+    target, target_lp = parts[-1]
+    out = {**base, **span_stats(target_lp), "target_chars": target.chars, "target_family": target.family}
+    if all_depths:
+        out["depths"] = [{"depth": s.depth, "family": s.family, **span_stats(lp)} for s, lp in parts]
+    return out
 
 
 def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> dict[str, Any]:
@@ -257,14 +293,13 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
         scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
     done = _done_rows(cfg.out_path)
     os.makedirs(os.path.dirname(os.path.abspath(cfg.out_path)), exist_ok=True)
-    results = []
     with open(cfg.out_path + ".partial", "a", encoding="utf-8") as partial:
         for out in score_rows(cfg, scorer, renderer, rows, done):
-            if out["instance_id"] not in done:
-                partial.write(dumps_row(out))
-                partial.flush()
-                os.fsync(partial.fileno())
-            results.append(out)
+            partial.write(dumps_row(out))
+            partial.flush()
+            os.fsync(partial.fileno())
+            done[out["instance_id"]] = out
+    results = [done[r["instance_id"]] for r in rows]
     summary = summarize(results, cfg, cfg.model_name or os.path.basename(cfg.model_path.rstrip("/")))
     with atomic_jsonl(cfg.out_path) as f:
         for out in results:

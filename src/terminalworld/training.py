@@ -98,6 +98,7 @@ def train_lm_config(cfg: SftConfig):
         train_seq_len=cfg.seq_len,
         optimizer=optimizer,
         initialize_from_hf=cfg.initialize_from_hf or False,
+        use_hf_model_config=bool(cfg.initialize_from_hf),
         hf_save_path=str(out / "hf"),
         hf_save_steps=cfg.num_train_steps,
     )
