@@ -6,24 +6,16 @@
 Writes report.json / report.md / plots under the report artifact and prints the comparison.
 """
 
-import argparse
 import os
-import sys
 
 os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
 os.environ.setdefault("WANDB_MODE", "offline")
 
 from terminalworld import pipeline  # noqa: E402
-from terminalworld.cli import run_cli  # noqa: E402
 from terminalworld.demo import DemoConfig, build  # noqa: E402
 
-CONFIG = DemoConfig(version="2026.12.02", trajectories=160, sft_size=40, pretrain_size=100, heldout_n=24, context_turns=5)
+CONFIG = DemoConfig(version="2026.12.02", trajectories=160, sft_size=40, pretrain_size=100, heldout_n=24, context_turns=3)
 handles = build(CONFIG)
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", action="store_true", help="run the pipeline (default: print the plan)")
-    if parser.parse_args().run:
-        sys.exit(run_cli(lambda: pipeline.run([handles["report"]]) or print(f"report: {handles['report'].path()}/report.json")))
-    else:
-        print(pipeline.plan([handles["report"]]))
+    pipeline.main([handles["report"]], __doc__.split("\n\n")[0])

@@ -10,7 +10,7 @@ in generation), seed 42. Every version below is pinned, so every gs:// path is p
 from fray.types import ResourceConfig
 
 from terminalworld import pipeline
-from terminalworld.steps import SftRecipe
+from terminalworld.training import SftRecipe
 
 ARMS = ("assistant", "full", "user")
 SCALES = {"10K": 10_000, "100K": 100_000, "1M": 1_000_000}

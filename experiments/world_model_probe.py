@@ -7,8 +7,6 @@
 The base model renders with an SFT checkpoint's chat template, byte-identical to the SFT framing.
 """
 
-import argparse
-
 from fray.types import ResourceConfig
 from phase0_grid import BASE_MODEL, grid, heldout
 
@@ -25,9 +23,4 @@ for (arm, scale), ckpt in cells.items():
 report = pipeline.report(scores, base="base", reference="full-1M", version=VERSION)
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--run", action="store_true", help="run through Marin (default: print the plan)")
-    if parser.parse_args().run:
-        pipeline.run([report])
-    else:
-        print(pipeline.plan([report]))
+    pipeline.main([report], __doc__.split("\n\n")[0])

@@ -133,10 +133,11 @@ def test_levanter_loss_is_the_masked_mean_over_our_trained_tokens(levanter_datas
 def test_tiny_qwen3_trains_on_our_rows_and_exports_hf(levanter_dataset):
     from transformers import AutoModelForCausalLM
 
-    from terminalworld.training import SftConfig, run_sft
+    from terminalworld.training import SftConfig, SftRecipe, run_sft
 
     packed, ds, tokdir, path, tmp = levanter_dataset
+    recipe = SftRecipe(batch_size=1, learning_rate=1e-3, seq_len=SEQ_LEN, max_seq_len=SEQ_LEN)
     hf = run_sft(SftConfig(rows=[str(path)], tokenizer=tokdir, cache_dir=str(tmp / "cache"), output_dir=str(tmp / "run"),
-                           seq_len=SEQ_LEN, num_train_steps=2, batch_size=1, learning_rate=1e-3))  # fmt: skip
+                           num_train_steps=2, recipe=recipe))  # fmt: skip
     model = AutoModelForCausalLM.from_pretrained(hf)
     assert model.config.model_type == "qwen3" and model.config.num_hidden_layers == 2

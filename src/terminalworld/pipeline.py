@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from terminalworld import artifacts, steps
+from terminalworld.training import SftRecipe
 
 # name -> resources, for the plan (a remote-wrapped function hides them inside a closure)
 _RESOURCES: dict[str, str] = {}
@@ -79,7 +80,7 @@ def tokenized(subsets_step, size: int, arm: str, version: str, tokenizer: str, m
                   arm=arm, tokenizer=tokenizer, max_len=max_len, seq_len=seq_len)  # fmt: skip
 
 
-def checkpoint(tokenized_step, arm: str, scale: str, version: str, recipe: steps.SftRecipe, init_from=None, resources=None):
+def checkpoint(tokenized_step, arm: str, scale: str, version: str, recipe: SftRecipe, init_from=None, resources=None):
     from marin.execution.lazy import OUT
 
     return _apply(artifacts.checkpoint(arm, scale), steps.sft_fn, version, resources, tokenized=tokenized_step, out=OUT,
@@ -135,3 +136,18 @@ def run(handles: list) -> None:
         step = str(failed).removeprefix("Step failed: ") if failed is not None else "?"
         cause = failed.__cause__ if failed is not None and failed.__cause__ is not None else e
         raise StepFailed(f"step {step} failed ({artifacts.prefix()}/...): {type(cause).__name__}: {cause}") from None
+
+
+def main(handles: list, description: str) -> None:
+    """An experiment file's entry point: print the plan, or with --run build everything through
+    Marin; failures end in one line naming the step."""
+    import argparse
+    import sys
+
+    from terminalworld.cli import run_cli
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--run", action="store_true", help="build the artifacts (default: print the plan)")
+    if parser.parse_args().run:
+        sys.exit(run_cli(lambda: run(handles)))
+    print(plan(handles))

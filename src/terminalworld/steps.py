@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import fsspec
@@ -90,27 +90,10 @@ def tokenize_subset_fn(subsets: str, size: int, skip: int, out: str, arm: str, t
     tokenize_fn(chosen, out, arm, tokenizer, max_len, seq_len)
 
 
-@dataclass(frozen=True)
-class SftRecipe:
-    """The Phase 0 recipe (seeds): one epoch, cosine LR with warmup, packing."""
-
-    epochs: float = 1.0
-    batch_size: int = 8
-    learning_rate: float = 2e-5
-    warmup: float = 0.03
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.1
-    max_grad_norm: float = 30.0
-    seed: int = 42
-    seq_len: int = 8192
-    max_seq_len: int = 32768
-    tiny: dict[str, int] | None = None  # a TinyQwen3 to train from scratch (local demo's base)
-
-
 def sft_fn(tokenized: str, out: str, recipe: dict[str, Any], init_from: str | None = None) -> None:
     """Levanter training on a tokenized artifact; the final HF export gets the rendering tokenizer
     and its chat template, so the scorer renders exactly as training did."""
-    from terminalworld.training import SftConfig, TinyQwen3, run_sft
+    from terminalworld.training import SftConfig, SftRecipe, run_sft
 
     r = SftRecipe(**recipe)
     stats = _read_json(os.path.join(tokenized, "stats.json"))
@@ -118,11 +101,8 @@ def sft_fn(tokenized: str, out: str, recipe: dict[str, Any], init_from: str | No
     fs, root = url_to_fs(tokenized)
     hf = run_sft(SftConfig(
         rows=[fs.unstrip_protocol(p) for p in sorted(fs.glob(f"{root}/packed/*.jsonl.gz"))],
-        tokenizer=os.path.join(tokenized, "training-tokenizer"),
-        cache_dir=os.path.join(out, "cache"), output_dir=out, seq_len=r.seq_len, max_seq_len=r.max_seq_len,
-        num_train_steps=steps, batch_size=r.batch_size, learning_rate=r.learning_rate, warmup=r.warmup,
-        min_lr_ratio=r.min_lr_ratio, weight_decay=r.weight_decay, max_grad_norm=r.max_grad_norm, seed=r.seed,
-        tiny=TinyQwen3(**r.tiny) if r.tiny else None, initialize_from_hf=hf_export(init_from) if init_from else None,
+        tokenizer=os.path.join(tokenized, "training-tokenizer"), cache_dir=os.path.join(out, "cache"), output_dir=out,
+        num_train_steps=steps, recipe=r, initialize_from_hf=hf_export(init_from) if init_from else None,
     ))  # fmt: skip
     from terminalworld.assets import load_tokenizer
 

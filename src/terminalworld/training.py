@@ -24,13 +24,12 @@ class TinyQwen3:
 
 
 @dataclass(frozen=True)
-class SftConfig:
-    rows: list[str]  # packed rows (JSON Lines): input_ids + shifted loss_weights, seq_len each
-    tokenizer: str  # folder of the training tokenizer, whose eos is the document separator
-    cache_dir: str
-    output_dir: str  # Levanter checkpoints under checkpoints/RUN_ID, HF exports under hf/RUN_ID/step-N
-    seq_len: int
-    num_train_steps: int
+class SftRecipe:
+    """Optimisation and shapes; the defaults are the Phase 0 recipe (seeds): one epoch, LR 2e-5
+    cosine, warmup 0.03, min_lr_ratio 0.1, weight decay 0.1, max_grad_norm 30, data length 8192
+    in an architecture of 32768, seed 42."""
+
+    epochs: float = 1.0
     batch_size: int = 8
     learning_rate: float = 2e-5
     warmup: float = 0.03
@@ -38,9 +37,20 @@ class SftConfig:
     weight_decay: float = 0.1
     max_grad_norm: float = 30.0
     seed: int = 42
-    max_seq_len: int | None = None  # the architecture's; defaults to seq_len
-    tiny: TinyQwen3 | None = field(default_factory=TinyQwen3)
-    initialize_from_hf: str | None = None  # an HF checkpoint to start from (then `tiny` is ignored)
+    seq_len: int = 8192
+    max_seq_len: int = 32768
+    tiny: dict[str, int] | None = None  # TinyQwen3 fields: train from scratch (the local demo's base)
+
+
+@dataclass(frozen=True)
+class SftConfig:
+    rows: list[str]  # packed rows (JSON Lines): input_ids + shifted loss_weights, seq_len each
+    tokenizer: str  # folder of the training tokenizer, whose eos is the document separator
+    cache_dir: str
+    output_dir: str  # Levanter checkpoints under checkpoints/RUN_ID, HF exports under hf/RUN_ID/step-N
+    num_train_steps: int
+    recipe: SftRecipe = field(default_factory=SftRecipe)
+    initialize_from_hf: str | None = None  # an HF checkpoint to start from (else a TinyQwen3)
     tracker: str = "noop"  # noop | wandb (wandb runs offline unless WANDB_API_KEY is set)
     run_id: str = "sft"  # names the checkpoint and export folders, so a rerun resumes the same run
 
@@ -68,20 +78,21 @@ def train_lm_config(cfg: SftConfig):
     from levanter.trainer import TrainerConfig
 
     out = Path(cfg.output_dir)
-    max_seq_len = cfg.max_seq_len or cfg.seq_len
+    r = cfg.recipe
+    max_seq_len = r.max_seq_len
     if cfg.initialize_from_hf:
         model = Qwen3Config(max_seq_len=max_seq_len, tokenizer=cfg.tokenizer, reference_checkpoint=cfg.initialize_from_hf)
     else:
-        t = cfg.tiny or TinyQwen3()
+        t = TinyQwen3(**(r.tiny or {}))
         model = Qwen3Config(max_seq_len=max_seq_len, hidden_dim=t.hidden_dim, intermediate_dim=t.intermediate_dim,
                             num_layers=t.num_layers, num_heads=t.num_heads, num_kv_heads=t.num_kv_heads, head_dim=t.head_dim,
                             tokenizer=cfg.tokenizer, reference_checkpoint=cfg.tokenizer)  # fmt: skip
     tracker = NoopConfig() if cfg.tracker == "noop" else WandbConfig(mode="offline", save_code=False)
     trainer = TrainerConfig(
         id=cfg.run_id,
-        seed=cfg.seed,
+        seed=r.seed,
         num_train_steps=cfg.num_train_steps,
-        train_batch_size=cfg.batch_size,
+        train_batch_size=r.batch_size,
         tracker=tracker,
         require_accelerator=False,
         checkpointer=CheckpointerConfig(base_path=str(out / "checkpoints"), save_interval=datetime.timedelta(minutes=30)),
@@ -89,13 +100,13 @@ def train_lm_config(cfg: SftConfig):
         log_jaxprs=False,
         log_xla_hlo=False,
     )
-    optimizer = AdamConfig(learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup=cfg.warmup,
-                           min_lr_ratio=cfg.min_lr_ratio, lr_schedule="cosine", max_grad_norm=cfg.max_grad_norm)  # fmt: skip
+    optimizer = AdamConfig(learning_rate=r.learning_rate, weight_decay=r.weight_decay, warmup=r.warmup,
+                           min_lr_ratio=r.min_lr_ratio, lr_schedule="cosine", max_grad_norm=r.max_grad_norm)  # fmt: skip
     return TrainLmConfig(
         data=levanter_data_config(cfg.rows, cfg.tokenizer, cfg.cache_dir),
         trainer=trainer,
         model=model,
-        train_seq_len=cfg.seq_len,
+        train_seq_len=r.seq_len,
         optimizer=optimizer,
         initialize_from_hf=cfg.initialize_from_hf or False,
         use_hf_model_config=bool(cfg.initialize_from_hf),
