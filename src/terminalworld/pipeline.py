@@ -149,5 +149,8 @@ def main(handles: list, description: str) -> None:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--run", action="store_true", help="build the artifacts (default: print the plan)")
     if parser.parse_args().run:
-        sys.exit(run_cli(lambda: run(handles)))
+        code = run_cli(lambda: run(handles))
+        if code == 0:
+            print("\n".join(f"built: {h.path()}" for h in handles))
+        sys.exit(code)
     print(plan(handles))
