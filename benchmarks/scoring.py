@@ -1,22 +1,33 @@
 """Scoring held-out rows: the seeds' method against ours, whole process, on CPU.
 
-    uv run python benchmarks/scoring.py [--rows 3] [--target-len 8000] [--out benchmarks/results/scoring.json]
+    uv run python benchmarks/scoring.py [--only smollm2,qwen3,depths] [--out benchmarks/results/scoring.json]
 
-Rows are real SWE-ZERO trajectories (the fixture) cut to the longest context that fits SmolLM2's
-8,192-token window, about 8K tokens each. Each method runs in a fresh process (model load
-included) and reports its own peak RSS:
+Three measurements, each method in a fresh process (imports and model load included) that reports
+its own peak RSS:
 
-- seeds: render the prefix (up to the target command) and the full conversation, one forward
-  with full-vocabulary float32 logits and log-softmax at every position, score `full[len(prefix):]`;
-- ours: `terminalworld.scoring.score` (body once, head + log-softmax at span positions only).
+- `smollm2`: SmolLM2-135M-Instruct (real weights, float32) on real SWE-ZERO rows cut to the longest
+  context that fits its 8,192-token window (about 7K tokens each);
+- `qwen3`: the Qwen3-0.6B architecture (randomly initialised, seeded; the real Qwen3 tokenizer,
+  chat template and 152K vocabulary, i.e. the head the seeds' Qwen3 checkpoints carry) on real
+  nebius SWE-agent rows of about 10K tokens, the seeds' row length;
+- `depths`: a perplexity-by-depth curve for one SmolLM2 row: the seeds' method needs one forward per
+  observation, ours scores every observation in one forward (`--all-depths`).
 
-The seeds' process also evaluates our span from its own full logits, which gives the NLL agreement.
+The seeds' method: render the prefix (up to the target command) and the full conversation, one
+forward with full-vocabulary float32 logits and log-softmax at every position, score
+`full[len(prefix):]`. Its forward is timed in parts (body, then the LM head at every position, then
+the log-softmax; the same work as `model(ids).logits`), which shows how much of its time is the
+body that any exact scorer must run once per forward. The seeds' process also
+evaluates our span from its own full logits, which gives the NLL agreement on the same tokens.
+
+Ours: `terminalworld.scoring.score` (body once, head + float32 log-softmax at span positions only).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,39 +35,60 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "real" / "adp_swe-zero-12m" / "sample_raw.json"
+FIXTURES = HERE.parent.parent / "shared" / "fixtures" / "real"
+SWE_ZERO = FIXTURES / "adp_swe-zero-12m" / "sample_raw.json"
+NEBIUS = FIXTURES / "adp-fork_nebius-swe-agent-trajectories" / "sample_raw.json"
+DATA = HERE / ".data"
+
+# The published Qwen3-0.6B shape.
+QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
+                  num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0,
+                  rms_norm_eps=1e-6, tie_word_embeddings=True)  # fmt: skip
 
 SEEDS = r"""
-import json, resource, sys, torch
+import json, resource, sys, time, torch
 from transformers import AutoModelForCausalLM
 from terminalworld.assets import hf_folder, load_tokenizer
 from terminalworld.render import Renderer
 from terminalworld.scoring import heldout_trajectory, observation_spans
-heldout, out = sys.argv[1], sys.argv[2]
-tok = load_tokenizer("smollm2")
-model = AutoModelForCausalLM.from_pretrained(hf_folder("smollm2", "model"), dtype=torch.float32).eval()
+model_path, heldout, out, depths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+tok = load_tokenizer(model_path)
+model = AutoModelForCausalLM.from_pretrained(hf_folder(model_path, "model"), dtype=torch.float32).eval()
 res = []
 for line in open(heldout):
     row = json.loads(line)
-    msgs = [{"role": "system", "content": row["system"]}, {"role": "user", "content": row["task"]}]
-    for c, e in row["prefix"]:
-        msgs += [{"role": "assistant", "content": c}, {"role": "user", "content": e}]
-    msgs.append({"role": "assistant", "content": row["target_cmd"]})
-    prefix = tok.apply_chat_template(msgs, tokenize=False)
-    full = tok.apply_chat_template(msgs + [{"role": "user", "content": row["target_env"]}], tokenize=False)
-    p_ids = tok(prefix, add_special_tokens=False)["input_ids"]
-    ids = tok(full, add_special_tokens=False)["input_ids"]
-    with torch.inference_mode():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
-    window = list(range(len(p_ids), len(ids)))
-    seeds_nll = [-float(logp[p - 1, ids[p]]) for p in window]
-    # Our span, from these full logits: for the agreement check.
-    traj = heldout_trajectory(row)
-    (span,) = observation_spans(Renderer(tok).render(traj), traj, all_depths=False)
-    ours_nll = [-float(logp[p - 1, ids[p]]) for p in span.positions]
-    res.append({"instance_id": row["instance_id"], "full_len": len(ids), "seeds_n": len(window),
-                "seeds_mean_nll": sum(seeds_nll) / len(window), "span_n": len(ours_nll),
-                "span_mean_nll_full_logits": sum(ours_nll) / len(ours_nll)})
+    pairs = [*row["prefix"], [row["target_cmd"], row["target_env"]]]
+    for d in range(1 if depths else len(pairs), len(pairs) + 1):
+        t0 = time.perf_counter()
+        msgs = [{"role": "system", "content": row["system"]}] if row["system"] is not None else []
+        msgs.append({"role": "user", "content": row["task"]})
+        for c, e in pairs[: d - 1]:
+            msgs += [{"role": "assistant", "content": c}, {"role": "user", "content": e}]
+        msgs.append({"role": "assistant", "content": pairs[d - 1][0]})
+        prefix = tok.apply_chat_template(msgs, tokenize=False)
+        full = tok.apply_chat_template(msgs + [{"role": "user", "content": pairs[d - 1][1]}], tokenize=False)
+        p_ids = tok(prefix, add_special_tokens=False)["input_ids"]
+        ids = tok(full, add_special_tokens=False)["input_ids"]
+        t1 = time.perf_counter()
+        with torch.inference_mode():
+            hidden = model.model(input_ids=torch.tensor([ids])).last_hidden_state
+            t2 = time.perf_counter()
+            logits = model.lm_head(hidden)[0].float()
+            t3 = time.perf_counter()
+            logp = torch.log_softmax(logits, dim=-1)
+            t4 = time.perf_counter()
+        window = list(range(len(p_ids), len(ids)))
+        seeds_nll = [-float(logp[p - 1, ids[p]]) for p in window]
+        # Our span, from these full logits: for the agreement check (outside the timed parts).
+        cut = dict(row, prefix=pairs[: d - 1], target_cmd=pairs[d - 1][0], target_env=pairs[d - 1][1])
+        traj = heldout_trajectory(cut)
+        (span,) = observation_spans(Renderer(tok).render(traj), traj, all_depths=False)
+        ours_nll = [-float(logp[p - 1, ids[p]]) for p in span.positions]
+        del hidden, logits, logp
+        res.append({"instance_id": row["instance_id"], "depth": d, "full_len": len(ids), "seeds_n": len(window),
+                    "seeds_mean_nll": sum(seeds_nll) / len(window), "span_n": len(ours_nll),
+                    "span_mean_nll_full_logits": sum(ours_nll) / len(ours_nll), "render_tokenize_s": t1 - t0,
+                    "body_s": t2 - t1, "head_s": t3 - t2, "log_softmax_s": t4 - t3})
 json.dump(res, open(out, "w"))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -64,66 +96,143 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 OURS = r"""
 import resource, sys
 from terminalworld.scoring import ScoreConfig, score
-score(ScoreConfig(model_path="smollm2", heldout=sys.argv[1], out_path=sys.argv[2], mode="agent"))
+score(ScoreConfig(model_path=sys.argv[1], heldout=sys.argv[2], out_path=sys.argv[3], mode="agent", all_depths=sys.argv[4] == "1"))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
-def build_heldout(path: Path, n_rows: int, target_len: int) -> None:
+def qwen3_random() -> str:
+    """An HF folder with the Qwen3-0.6B architecture, seeded random weights and the real Qwen3
+    tokenizer and chat template; built once under benchmarks/.data."""
+    dest = DATA / "qwen3-0.6b-random"
+    if (dest / ".complete").exists():
+        return str(dest)
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    from terminalworld.assets import load_tokenizer
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_0_6B), dtype=torch.float32)
+    model.save_pretrained(dest)
+    load_tokenizer("qwen3").save_pretrained(dest)
+    (dest / ".complete").touch()
+    return str(dest)
+
+
+def build_heldout(path: Path, tokenizer: str, source: Path, n_rows: int, target_len: int) -> None:
+    """Real rows cut to the longest context whose full render fits `target_len` tokens."""
     from terminalworld.assets import load_tokenizer
     from terminalworld.formats import load_trajectories
     from terminalworld.render import Renderer
     from terminalworld.sampling import heldout_row
     from terminalworld.scoring import heldout_trajectory
 
-    renderer = Renderer(load_tokenizer("smollm2"))
-    rows = []
-    for k, t in enumerate(load_trajectories(str(FIXTURE))[:n_rows]):
-        best = None
-        for c in range(1, len(t.turns)):
-            row = dict(heldout_row(t, c), instance_id=f"{t.instance_id}#{k}")
-            if len(renderer.render(heldout_trajectory(row)).input_ids) <= target_len:
-                best = row
-        rows.append(best)
+    renderer = Renderer(load_tokenizer(tokenizer))
+    candidates = []
+    for k, t in enumerate(load_trajectories(str(source))):
+        complete = next((i for i, turn in enumerate(t.turns) if turn.observation is None), len(t.turns))
+        fitting = [row for c in range(1, complete)
+                   if len(renderer.render(heldout_trajectory(row := dict(heldout_row(t, c), instance_id=f"{t.instance_id}#{k}"))).input_ids) <= target_len]  # fmt: skip
+        if fitting:
+            row = fitting[-1]
+            candidates.append((len(renderer.render(heldout_trajectory(row)).input_ids), row))
+    rows = [row for _, row in sorted(candidates, key=lambda c: -c[0])[:n_rows]]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def run(code: str, *args: str) -> dict[str, float]:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *args], check=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"measurement process failed:\n{proc.stderr[-4000:]}")
     return {"wall_s": time.perf_counter() - t0, "peak_rss_mib": int(proc.stdout.split()[-1]) / 1024}
+
+
+def measure(name: str, model: str, model_label: str, source: Path, n_rows: int, target_len: int, depths: bool) -> dict:
+    from terminalworld.assets import hf_folder, load_tokenizer
+
+    load_tokenizer(model), hf_folder(model, "model")  # convert a GGUF once, outside the timings
+    with tempfile.TemporaryDirectory() as tmp:
+        heldout = Path(tmp) / "heldout.jsonl"
+        build_heldout(heldout, model, source, n_rows, target_len)
+        flag = "1" if depths else "0"
+        print(f"{name}: seeds' method ...", flush=True)
+        seeds = run(SEEDS, model, str(heldout), f"{tmp}/seeds.json", flag)
+        print(f"{name}: ours ...", flush=True)
+        ours = run(OURS, model, str(heldout), f"{tmp}/ours.jsonl", flag)
+        seeds_rows = json.loads(Path(f"{tmp}/seeds.json").read_text())
+        ours_rows = [json.loads(x) for x in Path(f"{tmp}/ours.jsonl").read_text().splitlines()][:-1]
+    ours_spans = [(d["n_target_tokens"], d["mean_nll"]) for o in ours_rows for d in (o["depths"] if depths else [o])]
+    assert len(ours_spans) == len(seeds_rows), "both methods must score the same spans"
+    head_and_softmax = sum(s["head_s"] + s["log_softmax_s"] for s in seeds_rows)
+    return {
+        "model": model_label,
+        "rows": len(ours_rows),
+        "forwards": {"seeds": len(seeds_rows), "ours": len(ours_rows)},
+        "full_len": [o["full_len"] for o in ours_rows],
+        "spans": [{**s, "ours_n": n, "ours_mean_nll": m} for s, (n, m) in zip(seeds_rows, ours_spans)],
+        "seeds": seeds,
+        "ours": ours,
+        "seeds_head_and_log_softmax_s": head_and_softmax,
+        "time_ratio_ours_over_seeds": ours["wall_s"] / seeds["wall_s"],
+        "memory_ratio_ours_over_seeds": ours["peak_rss_mib"] / seeds["peak_rss_mib"],
+        # The seeds' process less its full-vocabulary head and log-softmax: what skipping that work
+        # alone gives at the same forwards (the rest is the body, which an exact scorer must run).
+        "time_ratio_seeds_less_head": (seeds["wall_s"] - head_and_softmax) / seeds["wall_s"],
+        "token_counts_equal_on_our_span": all(s["span_n"] == n for s, (n, _) in zip(seeds_rows, ours_spans)),
+        "max_abs_mean_nll_diff_same_span": max(abs(s["span_mean_nll_full_logits"] - m) for s, (_, m) in zip(seeds_rows, ours_spans)),
+        "seeds_window_minus_span_tokens": sorted({s["seeds_n"] - s["span_n"] for s in seeds_rows}),
+    }
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["measurements"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for ax, key, label in ((axes[0], "wall_s", "wall time (s), whole process"), (axes[1], "peak_rss_mib", "peak RSS (MiB)")):
+        x = range(len(names))
+        seeds = [report["measurements"][n]["seeds"][key] for n in names]
+        ours = [report["measurements"][n]["ours"][key] for n in names]
+        ax.bar([i - 0.2 for i in x], seeds, 0.4, label="seeds' method", color="#b0b0b0")
+        ax.bar([i + 0.2 for i in x], ours, 0.4, label="ours", color="#2a6fb0")
+        for i, (s, o) in enumerate(zip(seeds, ours)):
+            ax.text(i + 0.2, o, f"{o / s:.2f}×", ha="center", va="bottom", fontsize=9)
+        ax.set_xticks(list(x), names)
+        ax.set_title(label, fontsize=10)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Env-token scoring on CPU (2 cores): ours / seeds' method", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--rows", type=int, default=3)
-    p.add_argument("--target-len", type=int, default=8000)
+    p.add_argument("--only", default="smollm2,qwen3,depths")
     p.add_argument("--out", default=str(HERE / "results" / "scoring.json"))
     a = p.parse_args()
-    from terminalworld.assets import hf_folder, load_tokenizer
-
-    load_tokenizer("smollm2"), hf_folder("smollm2", "model")  # convert the GGUF once, outside the timings
-    with tempfile.TemporaryDirectory() as tmp:
-        heldout = Path(tmp) / "heldout.jsonl"
-        build_heldout(heldout, a.rows, a.target_len)
-        seeds = run(SEEDS, str(heldout), f"{tmp}/seeds.json")
-        ours = run(OURS, str(heldout), f"{tmp}/ours.jsonl")
-        seeds_rows = json.loads(Path(f"{tmp}/seeds.json").read_text())
-        ours_rows = [json.loads(x) for x in Path(f"{tmp}/ours.jsonl").read_text().splitlines()][:-1]
-    agreement = [abs(o["mean_nll"] - s["span_mean_nll_full_logits"]) for o, s in zip(ours_rows, seeds_rows)]
-    report = {
-        "model": "SmolLM2-135M-Instruct (float32, CPU)",
-        "rows": [{**s, "ours_n": o["n_target_tokens"], "ours_mean_nll": o["mean_nll"]} for s, o in zip(seeds_rows, ours_rows)],
-        "seeds": seeds,
-        "ours": ours,
-        "time_ratio_ours_over_seeds": ours["wall_s"] / seeds["wall_s"],
-        "memory_ratio_ours_over_seeds": ours["peak_rss_mib"] / seeds["peak_rss_mib"],
-        "max_abs_mean_nll_diff_same_span": max(agreement),
-    }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    out = Path(a.out)
+    # Measurements not rerun are kept from the last run, so one can be refreshed alone.
+    earlier = json.loads(out.read_text()).get("measurements", {}) if out.exists() else {}
+    report = {"machine": f"{os.cpu_count()} CPU cores", "measurements": earlier}
+    for name in a.only.split(","):
+        if name == "smollm2":
+            m = measure(name, "smollm2", "SmolLM2-135M-Instruct (float32)", SWE_ZERO, 3, 8000, depths=False)
+        elif name == "qwen3":
+            m = measure(name, qwen3_random(), "Qwen3-0.6B architecture, random init (float32)", NEBIUS, 2, 10240, depths=False)
+        elif name == "depths":
+            m = measure(name, "smollm2", "SmolLM2-135M-Instruct (float32), every depth", SWE_ZERO, 1, 8000, depths=True)
+        else:
+            raise SystemExit(f"unknown measurement {name!r}")
+        report["measurements"][name] = m
+        print(json.dumps({k: v for k, v in m.items() if k != "spans"}, indent=2), flush=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    plot(report, out.with_suffix(".png"))
 
 
 if __name__ == "__main__":

@@ -125,3 +125,22 @@ def test_inputs_in_every_container(corpus_glob, tmp_path, suffix):
 def test_empty_glob_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no file matches"):
         make_subsets(SubsetsConfig(corpus=str(tmp_path / "*.jsonl"), out=str(tmp_path), sizes="1"))
+
+
+@pytest.mark.parametrize(("bad", "problem"), [
+    ({"target_env": None}, "'target_env' is NoneType, not a string"),
+    ({"prefix": [["ls", "Observation: a"], ["cat x"]]}, "not a list of [command, observation] string pairs"),
+    ({"system": 3}, "'system' is neither a string nor null"),
+])  # fmt: skip
+def test_malformed_heldout_rows_name_file_line_and_defect(tmp_path, bad, problem):
+    from terminalworld.trajectories import TrajectoryError
+
+    good = {"instance_id": "a", "repo": "r", "system": None, "task": "t", "prefix": [["ls", "Observation: a"]],
+            "target_cmd": "cat x", "target_env": "Observation: x"}  # fmt: skip
+    path = tmp_path / "heldout.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "instance_id": "b", **bad}) + "\n")
+    with pytest.raises(TrajectoryError) as e:
+        read_heldout(str(path))
+    assert e.value.record.endswith("heldout.jsonl:2") and problem in e.value.problem
+    path.write_text(json.dumps(good) + "\n")
+    assert read_heldout(str(path)) == [good]

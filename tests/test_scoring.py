@@ -201,3 +201,137 @@ def test_right_padded_batches_equal_single_rows(heldout, smollm2):
     together = scorer.batch_logprobs(items)
     for item, got in zip(items, together):
         assert np.allclose(scorer.batch_logprobs([item])[0], got, atol=1e-4)
+
+
+def test_vllm_logprobs_are_read_at_the_observed_token_not_rank_1():
+    """The seeds' vLLM attempt read the rank-1 entry; the observed token is often not the argmax."""
+    from collections import namedtuple
+
+    from terminalworld.scoring import observed_logprobs
+
+    Logprob = namedtuple("Logprob", "logprob rank decoded_token")  # the fields of vllm.sequence.Logprob
+    ids = np.array([11, 7, 5])
+    prompt_logprobs = [None, {3: Logprob(-0.1, 1, "a"), 7: Logprob(-2.5, 4, "b")}, {5: Logprob(-0.2, 1, "c")}]
+    assert observed_logprobs(prompt_logprobs, ids, np.array([1, 2])).tolist() == [-2.5, -0.2]
+
+
+def _installed(module):
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.skipif(_installed("vllm"), reason="vllm is installed: the backend runs instead of failing")
+def test_vllm_backend_without_the_extra_is_a_clear_error(heldout, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    path, _ = heldout
+    r = subprocess.run([sys.executable, "scripts/sim_ppl_eval_hf.py", "--model-path", "smollm2", "--mode", "agent",
+                        "--backend", "vllm", "--heldout", str(path), "--out-path", str(tmp_path / "v.jsonl")],
+                       capture_output=True, text=True, cwd=str(REPO_ROOT))  # fmt: skip
+    assert r.returncode == 2 and "uv sync --extra gpu" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "v.jsonl").exists()
+
+
+def _gpu():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def cpu_scores(heldout, smollm2, tmp_path_factory):
+    """The float32 HF rows on CPU, the reference for the GPU backends."""
+    import terminalworld.scoring as scoring
+
+    path, _ = heldout
+    out = tmp_path_factory.mktemp("cpu") / "cpu.jsonl"
+    real, scoring.load_hf_model = scoring.load_hf_model, lambda p, d: smollm2
+    try:
+        score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+    finally:
+        scoring.load_hf_model = real
+    return [json.loads(x) for x in out.read_text().splitlines()][:-1]
+
+
+def _assert_rows_agree(got_path, reference, tol):
+    got = [json.loads(x) for x in got_path.read_text().splitlines()][:-1]
+    for g, ref in zip(got, reference, strict=True):
+        assert g["instance_id"] == ref["instance_id"] and g["n_target_tokens"] == ref["n_target_tokens"]
+        assert abs(g["mean_nll"] - ref["mean_nll"]) < tol, (g["instance_id"], g["mean_nll"], ref["mean_nll"])
+
+
+@pytest.mark.skipif(not _gpu(), reason="needs a CUDA device")
+def test_cuda_length_sorted_batches_agree_with_cpu_float32(heldout, cpu_scores, tmp_path):
+    path, _ = heldout
+    out = tmp_path / "cuda.jsonl"
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), device="cuda", batch_tokens=8192))
+    _assert_rows_agree(out, cpu_scores, 1e-3)
+
+
+@pytest.mark.skipif(not (_gpu() and _installed("vllm")), reason="needs a CUDA device and the gpu extra (vllm)")
+def test_vllm_prompt_logprobs_agree_with_hf_float32(heldout, cpu_scores, tmp_path):
+    path, _ = heldout
+    out = tmp_path / "vllm.jsonl"
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), backend="vllm", dtype="float32"))
+    _assert_rows_agree(out, cpu_scores, 1e-3)
+
+
+def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path):
+    """gs:// folders go through fsspec; the in-memory filesystem exercises the same path."""
+    import os
+    import uuid
+
+    import fsspec
+
+    from terminalworld.assets import hf_folder
+    from terminalworld.records import InputError
+
+    src = hf_folder("smollm2", "tokenizer")
+    files = sorted(n for n in os.listdir(src) if not n.startswith("."))
+    fs = fsspec.filesystem("memory")
+    root = f"/ckpt-{uuid.uuid4().hex}"
+    for name in files:
+        with open(os.path.join(src, name), "rb") as f:
+            fs.pipe(f"{root}/{name}", f.read())
+    url, cache = f"memory://{root}", str(tmp_path / "cache")
+    got = local_model_path(url, cache)
+    assert sorted(os.listdir(got)) == sorted([*files, ".complete"])
+    assert load_tokenizer(got)("ls -la")["input_ids"] == load_tokenizer("smollm2")("ls -la")["input_ids"]
+    fs.rm(root, recursive=True)
+    assert local_model_path(url, cache) == got  # cached: the remote is not read again
+
+    # A folder left by an interrupted download (no completion mark) is fetched again, never used.
+    os.remove(os.path.join(got, ".complete"))
+    open(os.path.join(got, "half-written.bin"), "w").close()
+    fs.pipe(f"{root}/config.json", b"{}")
+    again = local_model_path(url, cache)
+    assert again == got and sorted(os.listdir(again)) == [".complete", "config.json"]
+    with pytest.raises(InputError, match="no checkpoint folder"):
+        local_model_path(f"memory:///nothing-{uuid.uuid4().hex}", cache)
+
+
+def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monkeypatch):
+    """A base model scored with an SFT checkpoint's template renders exactly as that template does."""
+    from transformers import AutoTokenizer
+
+    import terminalworld.scoring as scoring
+    from terminalworld.assets import hf_folder
+
+    path, rows = heldout
+    other = AutoTokenizer.from_pretrained(hf_folder("smollm2", "tokenizer"))
+    other.chat_template = "{% for m in messages %}{{ '### ' + m.role + ':\n' + m.content + '<|im_end|>\n' }}{% endfor %}"
+    other.save_pretrained(tmp_path / "sft-checkpoint")
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    out, plain = tmp_path / "t.jsonl", tmp_path / "plain.jsonl"
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), chat_template_from=str(tmp_path / "sft-checkpoint")))
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(plain)))
+    got = [json.loads(x) for x in out.read_text().splitlines()][:-1]
+    default = [json.loads(x) for x in plain.read_text().splitlines()][:-1]
+    for g, d, row in zip(got, default, rows):
+        n, mean, _ = reference_score(smollm2, other, row, "agent")
+        assert g["n_target_tokens"] == n and abs(g["mean_nll"] - mean) < 2e-3
+        assert g["full_len"] != d["full_len"]

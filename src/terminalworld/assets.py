@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+from collections.abc import Callable
 from functools import lru_cache
 
 QWEN3 = "qwen3"
@@ -51,31 +52,43 @@ def cache_root() -> str:
     return os.environ.get("TERMINALWORLD_CACHE", os.path.expanduser("~/.cache/terminalworld"))
 
 
-def gguf_as_hf(gguf_path: str, part: str) -> str:
-    """An HF folder holding the `part` ("tokenizer" or "model", float32) of a GGUF file, converted
-    once and cached; concurrent converters race safely (the first complete folder wins)."""
-    st = os.stat(gguf_path)
-    key = hashlib.sha256(f"{os.path.abspath(gguf_path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    dest = os.path.join(cache_root(), "gguf", f"{key}-{part}")
+def build_once(dest: str, build: Callable[[str], None]) -> str:
+    """The folder `dest`, made by `build(folder)` in a temporary folder that is renamed into place
+    once complete: an interrupted build is redone, never used, and concurrent builders race safely
+    (the first complete folder wins)."""
     if os.path.exists(os.path.join(dest, ".complete")):
         return dest
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    folder, name = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
     tmp = f"{dest}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    if part == "tokenizer":
-        AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(tmp)
-    else:
-        import torch
-
-        AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).save_pretrained(tmp)
+    build(tmp)
     open(os.path.join(tmp, ".complete"), "w").close()
+    if not os.path.exists(os.path.join(dest, ".complete")):
+        shutil.rmtree(dest, ignore_errors=True)  # what an interrupted build left
     try:
         os.rename(tmp, dest)
     except OSError:  # another process finished first
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def gguf_as_hf(gguf_path: str, part: str) -> str:
+    """An HF folder holding the `part` ("tokenizer" or "model", float32) of a GGUF file, converted
+    once and cached."""
+    st = os.stat(gguf_path)
+    key = hashlib.sha256(f"{os.path.abspath(gguf_path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    folder, name = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
+
+    def convert(out: str) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if part == "tokenizer":
+            AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(out)
+        else:
+            import torch
+
+            AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32).save_pretrained(out)
+
+    return build_once(os.path.join(cache_root(), "gguf", f"{key}-{part}"), convert)
 
 
 def hf_folder(path: str, part: str) -> str:

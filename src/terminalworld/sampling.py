@@ -220,9 +220,27 @@ def read_heldout(path: str) -> list[dict[str, Any]]:
     for rec in iter_records(path):
         if isinstance(rec, BadLine):
             raise TrajectoryError(f"{rec.file}:{rec.line}", rec.reason)
-        missing = [k for k in ("instance_id", "task", "prefix", "target_cmd", "target_env") if k not in rec.value]
-        if missing:
-            raise TrajectoryError(f"{rec.file}:{rec.line}", f"held-out row lacks {', '.join(missing)}")
+        problem = _heldout_problem(rec.value)
+        if problem:
+            raise TrajectoryError(f"{rec.file}:{rec.line}", problem)
         rows.append(rec.value)
     return rows
+
+
+def _heldout_problem(row: Any) -> str | None:
+    """What makes a record not a held-out row, or None."""
+    if not isinstance(row, dict):
+        return f"a held-out row is a JSON object, not {type(row).__name__}"
+    missing = [k for k in ("instance_id", "task", "prefix", "target_cmd", "target_env") if k not in row]
+    if missing:
+        return f"held-out row lacks {', '.join(missing)}"
+    for k in ("instance_id", "task", "target_cmd", "target_env"):
+        if not isinstance(row[k], str):
+            return f"held-out row field {k!r} is {type(row[k]).__name__}, not a string"
+    if row.get("system") is not None and not isinstance(row["system"], str):
+        return "held-out row field 'system' is neither a string nor null"
+    pairs = row["prefix"]
+    if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs):
+        return "held-out row field 'prefix' is not a list of [command, observation] string pairs"
+    return None
 

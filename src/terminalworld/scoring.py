@@ -10,8 +10,10 @@ Agent mode renders the agent conversation; sim mode the seeds' dedicated-simulat
 put the same target text in the same kind of slot, so a row has the same target tokens in both.
 
 Speed: the model body runs once per row; the LM head and a float32 log-softmax run only at the
-positions that predict span tokens (the seeds' script computed full-vocabulary logits at every
-position). `all_depths` scores every observation of the row in the same forward.
+positions that predict span tokens, a chunk at a time (the seeds' script computed full-vocabulary
+logits at every position). `all_depths` scores every observation of the row in the same forward.
+On CPU rows go one per forward (the matmuls are already large); on GPU and with vLLM they are
+batched, longest first.
 
 Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
 the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
@@ -68,6 +70,11 @@ def observation_spans(r: Rendered, traj: Trajectory, all_depths: bool) -> list[S
     return spans
 
 
+# Span positions per head call: bounds the float32 logits to HEAD_CHUNK x vocabulary floats (100 MB
+# for SmolLM2, 311 MB for Qwen3) however many tokens --all-depths scores.
+HEAD_CHUNK = 512
+
+
 class HFScorer:
     """Transformers/torch: the body once, then head + float32 log-softmax at span positions only."""
 
@@ -96,8 +103,11 @@ class HFScorer:
             out = []
             for b, (_, positions) in enumerate(items):
                 pos = torch.as_tensor(positions, dtype=torch.long, device=self.device)
-                logp = torch.log_softmax(self.head(hidden[b, pos - 1]).float(), dim=-1)
-                out.append(logp.gather(1, ids[b, pos][:, None])[:, 0].double().cpu().numpy())
+                parts = []
+                for p in pos.split(HEAD_CHUNK):
+                    logp = torch.log_softmax(self.head(hidden[b, p - 1]).float(), dim=-1)
+                    parts.append(logp.gather(1, ids[b, p][:, None])[:, 0])
+                out.append(torch.cat(parts).double().cpu().numpy())
             return out
 
 
@@ -110,7 +120,10 @@ class VLLMScorer:
             from vllm import LLM, SamplingParams
         except ImportError as e:
             raise InputError("the vllm backend needs the optional extra: uv sync --extra gpu") from e
-        self.llm = LLM(model=model_path, dtype=dtype, max_model_len=max_len, enable_prefix_caching=False)
+        from terminalworld.assets import hf_folder
+
+        # A GGUF file is served as its HF conversion, the same weights the HF backend scores.
+        self.llm = LLM(model=hf_folder(model_path, "model"), dtype=dtype, max_model_len=max_len, enable_prefix_caching=False)
         self.params = SamplingParams(max_tokens=1, prompt_logprobs=0)
         self.max_len = self.llm.llm_engine.model_config.max_model_len
 
@@ -119,9 +132,13 @@ class VLLMScorer:
 
         prompts = [TokensPrompt(prompt_token_ids=ids.tolist()) for ids, _ in items]
         outs = self.llm.generate(prompts, self.params, use_tqdm=False)
-        # prompt_logprobs[p] maps token ids to Logprob for position p; it always holds the observed token.
-        return [np.array([o.prompt_logprobs[p][int(ids[p])].logprob for p in positions], dtype=np.float64)
-                for o, (ids, positions) in zip(outs, items)]  # fmt: skip
+        return [observed_logprobs(o.prompt_logprobs, ids, positions) for o, (ids, positions) in zip(outs, items)]
+
+
+def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The observed tokens' log-probabilities from vLLM's `prompt_logprobs`, where entry p maps
+    token ids to `Logprob`s for position p and always holds the token at p, whatever its rank."""
+    return np.array([prompt_logprobs[p][int(ids[p])].logprob for p in positions], dtype=np.float64)
 
 
 def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
@@ -166,7 +183,8 @@ def _done_rows(path: str) -> dict[str, dict[str, Any]]:
 
 def score_rows(cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]],
                done: dict[str, dict[str, Any]]) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """Scored rows as they finish (in batches; longest first on GPU, input order on CPU)."""
+    """Scored rows as they finish (in batches, longest first, on GPU and vLLM; one by one in input
+    order on CPU)."""
     from tqdm import tqdm
 
     pending = []
@@ -181,10 +199,11 @@ def score_rows(cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str
             continue
         spans = observation_spans(r, traj, cfg.all_depths)
         pending.append((base, r.input_ids, spans))
-    if cfg.device == "cuda":
+    batched = cfg.device == "cuda" or cfg.backend == "vllm"  # on CPU one row per forward is fastest
+    if batched:
         pending.sort(key=lambda p: -len(p[1]))
     with tqdm(total=len(pending), desc=f"score {cfg.mode}", unit="traj") as bar:
-        for batch in _batches(pending, cfg.batch_tokens if cfg.device == "cuda" else 0):
+        for batch in _batches(pending, cfg.batch_tokens if batched else 0):
             items = [(ids, np.concatenate([s.positions for s in spans])) for _, ids, spans in batch]
             for (base, _, spans), logprobs in zip(batch, scorer.batch_logprobs(items)):
                 yield _row(base, spans, logprobs, cfg.all_depths)
@@ -243,28 +262,35 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
 
 def local_model_path(path: str, cache_dir: str) -> str:
     """A local folder (or GGUF file) for a model path: local as is, gs:// (or any fsspec URL)
-    downloaded once into the cache, an HF id only if already in the local HF cache."""
-    from terminalworld.assets import SMOLLM2, smollm2_gguf
+    downloaded once into the cache, an HF id only if already in the local HF cache; the embedded
+    assets (`smollm2`, and `qwen3` for a tokenizer or chat template) by name."""
+    from terminalworld.assets import QWEN3, SMOLLM2, smollm2_gguf
 
     if path == SMOLLM2:
         return smollm2_gguf()
-    if os.path.exists(path):
+    if path == QWEN3 or os.path.exists(path):
         return path
     if "://" in path:
-        from fsspec.core import url_to_fs
-
-        fs, remote = url_to_fs(path)
-        dest = os.path.join(cache_dir, hashlib.sha256(path.encode()).hexdigest()[:16])
-        if not os.path.exists(os.path.join(dest, ".complete")):
-            fs.get(remote.rstrip("/") + "/", dest + "/", recursive=True)
-            open(os.path.join(dest, ".complete"), "w").close()
-        return dest
+        return _download(path, cache_dir)
     try:
         from huggingface_hub import snapshot_download
 
         return snapshot_download(path, local_files_only=True)
     except Exception as e:  # noqa: BLE001 - any failure here means "not in the local cache"
         raise InputError(f"model {path!r} is not a local folder, a URL, or an HF id in the local cache ({type(e).__name__})") from None
+
+
+def _download(url: str, cache_dir: str) -> str:
+    """A remote checkpoint folder, fetched once into the cache."""
+    from fsspec.core import url_to_fs
+
+    from terminalworld.assets import build_once
+
+    fs, remote = url_to_fs(url)
+    dest = os.path.join(cache_dir, hashlib.sha256(url.encode()).hexdigest()[:16])
+    if not os.path.exists(os.path.join(dest, ".complete")) and not fs.isdir(remote):
+        raise InputError(f"model {url!r}: no checkpoint folder there")
+    return build_once(dest, lambda out: fs.get(remote.rstrip("/") + "/", out + "/", recursive=True))
 
 
 def load_hf_model(path: str, dtype: str):
