@@ -104,20 +104,17 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 def qwen3_random() -> str:
     """An HF folder with the Qwen3-0.6B architecture, seeded random weights and the real Qwen3
     tokenizer and chat template; built once under benchmarks/.data."""
-    dest = DATA / "qwen3-0.6b-random"
-    if (dest / ".complete").exists():
-        return str(dest)
-    import torch
-    from transformers import AutoModelForCausalLM, Qwen3Config
+    from terminalworld.assets import build_once, load_tokenizer
 
-    from terminalworld.assets import load_tokenizer
+    def build(out: str) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, Qwen3Config
 
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_0_6B), dtype=torch.float32)
-    model.save_pretrained(dest)
-    load_tokenizer("qwen3").save_pretrained(dest)
-    (dest / ".complete").touch()
-    return str(dest)
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(Qwen3Config(**QWEN3_0_6B), dtype=torch.float32).save_pretrained(out)
+        load_tokenizer("qwen3").save_pretrained(out)
+
+    return build_once(str(DATA / "qwen3-0.6b-random"), build)
 
 
 def build_heldout(path: Path, tokenizer: str, source: Path, n_rows: int, target_len: int) -> None:
@@ -125,18 +122,22 @@ def build_heldout(path: Path, tokenizer: str, source: Path, n_rows: int, target_
     from terminalworld.assets import load_tokenizer
     from terminalworld.formats import load_trajectories
     from terminalworld.render import Renderer
-    from terminalworld.sampling import heldout_row
+    from terminalworld.sampling import heldout_row, observed_prefix
     from terminalworld.scoring import heldout_trajectory
 
     renderer = Renderer(load_tokenizer(tokenizer))
-    candidates = []
+    candidates = []  # (tokens, row): per trajectory, its longest context that fits
     for k, t in enumerate(load_trajectories(str(source))):
-        complete = next((i for i, turn in enumerate(t.turns) if turn.observation is None), len(t.turns))
-        fitting = [row for c in range(1, complete)
-                   if len(renderer.render(heldout_trajectory(row := dict(heldout_row(t, c), instance_id=f"{t.instance_id}#{k}"))).input_ids) <= target_len]  # fmt: skip
-        if fitting:
-            row = fitting[-1]
-            candidates.append((len(renderer.render(heldout_trajectory(row)).input_ids), row))
+        best = None
+        for c in range(1, observed_prefix(t)):
+            row = dict(heldout_row(t, c), instance_id=f"{t.instance_id}#{k}")
+            n = len(renderer.render(heldout_trajectory(row)).input_ids)
+            if n <= target_len:
+                best = (n, row)
+        if best:
+            candidates.append(best)
+    if not candidates:
+        raise SystemExit(f"no trajectory of {source} has a held-out row within {target_len} tokens")
     rows = [row for _, row in sorted(candidates, key=lambda c: -c[0])[:n_rows]]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
@@ -210,28 +211,35 @@ def plot(report: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+# name -> (model, label, rows' source, rows, tokens per row at most, every depth)
+MEASUREMENTS = {
+    "smollm2": ("smollm2", "SmolLM2-135M-Instruct (float32)", SWE_ZERO, 3, 8000, False),
+    "qwen3": (qwen3_random, "Qwen3-0.6B architecture, random init (float32)", NEBIUS, 2, 10240, False),
+    "depths": ("smollm2", "SmolLM2-135M-Instruct (float32), every depth", SWE_ZERO, 1, 8000, True),
+}
+
+
 def main() -> None:
+    from terminalworld.records import write_json
+
     p = argparse.ArgumentParser()
-    p.add_argument("--only", default="smollm2,qwen3,depths")
+    p.add_argument("--only", default=",".join(MEASUREMENTS))
     p.add_argument("--out", default=str(HERE / "results" / "scoring.json"))
     a = p.parse_args()
+    names = a.only.split(",")
+    if unknown := [n for n in names if n not in MEASUREMENTS]:
+        raise SystemExit(f"unknown measurement(s) {unknown}; choose from {list(MEASUREMENTS)}")
     out = Path(a.out)
     # Measurements not rerun are kept from the last run, so one can be refreshed alone.
     earlier = json.loads(out.read_text()).get("measurements", {}) if out.exists() else {}
     report = {"machine": f"{os.cpu_count()} CPU cores", "measurements": earlier}
-    for name in a.only.split(","):
-        if name == "smollm2":
-            m = measure(name, "smollm2", "SmolLM2-135M-Instruct (float32)", SWE_ZERO, 3, 8000, depths=False)
-        elif name == "qwen3":
-            m = measure(name, qwen3_random(), "Qwen3-0.6B architecture, random init (float32)", NEBIUS, 2, 10240, depths=False)
-        elif name == "depths":
-            m = measure(name, "smollm2", "SmolLM2-135M-Instruct (float32), every depth", SWE_ZERO, 1, 8000, depths=True)
-        else:
-            raise SystemExit(f"unknown measurement {name!r}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        model, label, source, n_rows, target_len, depths = MEASUREMENTS[name]
+        m = measure(name, model() if callable(model) else model, label, source, n_rows, target_len, depths)
         report["measurements"][name] = m
         print(json.dumps({k: v for k, v in m.items() if k != "spans"}, indent=2), flush=True)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
+        write_json(str(out), report)
     plot(report, out.with_suffix(".png"))
 
 

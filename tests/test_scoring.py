@@ -36,6 +36,11 @@ def smollm2():
     return load_hf_model(local_model_path("smollm2", ""), "float32")
 
 
+def scored_rows(path):
+    """A scorer output's rows, without the summary row."""
+    return [json.loads(x) for x in path.read_text().splitlines()][:-1]
+
+
 def reference_messages(row, mode):
     if mode == "agent":
         msgs = [{"role": "system", "content": row["system"]}, {"role": "user", "content": row["task"]}]
@@ -161,7 +166,7 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
     monkeypatch.setattr(smollm2.config, "max_position_embeddings", 1900)
     out = tmp_path / "d.jsonl"
     summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), all_depths=True))
-    lines = [json.loads(x) for x in out.read_text().splitlines()][:-1]
+    lines = scored_rows(out)
     skipped = [x for x in lines if "skipped" in x]
     assert summary["n_skipped"] == len(skipped) >= 1 and "exceed the model's 1900" in skipped[0]["skipped"]
     for got, row in zip(lines, rows):
@@ -249,16 +254,14 @@ def cpu_scores(heldout, smollm2, tmp_path_factory):
 
     path, _ = heldout
     out = tmp_path_factory.mktemp("cpu") / "cpu.jsonl"
-    real, scoring.load_hf_model = scoring.load_hf_model, lambda p, d: smollm2
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
         score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
-    finally:
-        scoring.load_hf_model = real
-    return [json.loads(x) for x in out.read_text().splitlines()][:-1]
+    return scored_rows(out)
 
 
 def _assert_rows_agree(got_path, reference, tol):
-    got = [json.loads(x) for x in got_path.read_text().splitlines()][:-1]
+    got = scored_rows(got_path)
     for g, ref in zip(got, reference, strict=True):
         assert g["instance_id"] == ref["instance_id"] and g["n_target_tokens"] == ref["n_target_tokens"]
         assert abs(g["mean_nll"] - ref["mean_nll"]) < tol, (g["instance_id"], g["mean_nll"], ref["mean_nll"])
@@ -329,8 +332,7 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monke
     out, plain = tmp_path / "t.jsonl", tmp_path / "plain.jsonl"
     score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), chat_template_from=str(tmp_path / "sft-checkpoint")))
     score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(plain)))
-    got = [json.loads(x) for x in out.read_text().splitlines()][:-1]
-    default = [json.loads(x) for x in plain.read_text().splitlines()][:-1]
+    got, default = scored_rows(out), scored_rows(plain)
     for g, d, row in zip(got, default, rows):
         n, mean, _ = reference_score(smollm2, other, row, "agent")
         assert g["n_target_tokens"] == n and abs(g["mean_nll"] - mean) < 2e-3

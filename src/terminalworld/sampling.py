@@ -140,7 +140,7 @@ def heldout_row(traj: Trajectory, context_turns: int) -> dict[str, Any]:
     }
 
 
-def _observed_prefix(traj: Trajectory) -> int:
+def observed_prefix(traj: Trajectory) -> int:
     """How many leading turns are complete (action, observation) pairs."""
     n = 0
     for t in traj.turns:
@@ -168,7 +168,7 @@ def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
         if not traj.repo:
             tally.bad(BadLine(rec.file, rec.line, "missing field 'repo'"))
             continue
-        if _observed_prefix(traj) < cfg.context_turns + 1:
+        if observed_prefix(traj) < cfg.context_turns + 1:
             tally.counts["too_short"] += 1
         elif traj.repo in train_repos:
             tally.counts["excluded_repo"] += 1
