@@ -49,7 +49,9 @@ def trajectories_with_turns(base, n_turns: int, count: int):
 
 def ours(renderer, trajs):
     rendered = [renderer.render(t) for t in trajs]
-    return [{arm: r.mask(arm) for arm in ("assistant", "full", "user")} for r in rendered], sum(len(r.input_ids) for r in rendered)
+    return [{arm: r.mask(arm) for arm in ("assistant", "full", "user")} for r in rendered], sum(
+        len(r.input_ids) for r in rendered
+    )
 
 
 def peer(tok, trajs):
@@ -58,8 +60,9 @@ def peer(tok, trajs):
         msgs = t.messages()
         masks = {}
         for arm, template in PEER_TEMPLATES.items():
-            enc = tok.apply_chat_template(msgs, chat_template=template, tokenize=True, return_dict=True,
-                                          return_assistant_tokens_mask=True)  # fmt: skip
+            enc = tok.apply_chat_template(
+                msgs, chat_template=template, tokenize=True, return_dict=True, return_assistant_tokens_mask=True
+            )
             masks[arm] = np.asarray(enc["assistant_masks"], dtype=bool)
         out.append(masks)
     return out
@@ -83,10 +86,10 @@ def main() -> None:
     p.add_argument("--out", default=str(HERE / "results" / "render.json"))
     a = p.parse_args()
 
-    from terminalworld.assets import load_tokenizer
-    from terminalworld.formats import load_trajectories
-    from terminalworld.recorder import RecordConfig, record_corpus
-    from terminalworld.render import Renderer
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.formats import load_trajectories
+    from terminalworld.core.render import Renderer
+    from terminalworld.corpus.recorder import RecordConfig, record_corpus
 
     if not (Path(a.corpus) / "manifest.json").exists():
         record_corpus(RecordConfig(out=a.corpus, trajectories=16, seed=9))
@@ -98,15 +101,22 @@ def main() -> None:
         trajs = trajectories_with_turns(base, n, a.count)
         t_ours, (mine, tokens) = timed(ours, renderer, trajs)
         t_peer, theirs = timed(peer, tok, trajs)
-        disagree = sum(int((m[arm] != th[arm]).sum()) for m, th in zip(mine, theirs) for arm in m)
-        points.append({
-            "turns": n, "trajectories": len(trajs), "tokens": tokens,
-            "ours_s": t_ours, "peer_s": t_peer,
-            "ours_traj_per_s": len(trajs) / t_ours, "peer_traj_per_s": len(trajs) / t_peer,
-            "ours_tokens_per_s": tokens / t_ours, "peer_tokens_per_s": tokens / t_peer,
-            "speedup": t_peer / t_ours,
-            "peer_mask_tokens_disagreeing": disagree,
-        })  # fmt: skip
+        disagree = sum(int((m[arm] != th[arm]).sum()) for m, th in zip(mine, theirs, strict=False) for arm in m)
+        points.append(
+            {
+                "turns": n,
+                "trajectories": len(trajs),
+                "tokens": tokens,
+                "ours_s": t_ours,
+                "peer_s": t_peer,
+                "ours_traj_per_s": len(trajs) / t_ours,
+                "peer_traj_per_s": len(trajs) / t_peer,
+                "ours_tokens_per_s": tokens / t_ours,
+                "peer_tokens_per_s": tokens / t_peer,
+                "speedup": t_peer / t_ours,
+                "peer_mask_tokens_disagreeing": disagree,
+            }
+        )
         print(json.dumps(points[-1]))
     report = {"tokenizer": a.tokenizer, "points": points, "speedup_at_max_turns": points[-1]["speedup"]}
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
@@ -122,7 +132,9 @@ def plot(points, path: Path) -> None:
 
     turns = [p["turns"] for p in points]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(turns, [p["ours_s"] / p["trajectories"] * 1e3 for p in points], "o-", label="terminalworld (3 arms, 1 pass)")
+    ax.plot(
+        turns, [p["ours_s"] / p["trajectories"] * 1e3 for p in points], "o-", label="terminalworld (3 arms, 1 pass)"
+    )
     ax.plot(turns, [p["peer_s"] / p["trajectories"] * 1e3 for p in points], "s-", label="3 generation-marked templates")
     ax.set_xlabel("turns per trajectory")
     ax.set_ylabel("ms per trajectory (all three arms)")

@@ -29,8 +29,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
-    from terminalworld.formats import load_trajectories
-    from terminalworld.recorder import RecordConfig, record_corpus
+    from terminalworld.core.formats import load_trajectories
+    from terminalworld.corpus.recorder import RecordConfig, record_corpus
 
     seed_dir = folder / "seed"
     if not (seed_dir / "manifest.json").exists():
@@ -56,7 +56,7 @@ def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
 
 OURS = """
 import sys
-from terminalworld.sampling import SubsetsConfig, HeldoutConfig, make_subsets, sample_heldout
+from terminalworld.corpus.sampling import SubsetsConfig, HeldoutConfig, make_subsets, sample_heldout
 corpus, out, sizes, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 make_subsets(SubsetsConfig(corpus=corpus, out=out, sizes=sizes, seed=42))
 largest = max(int(s) for s in sizes.split(","))
@@ -90,8 +90,9 @@ import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 def measure(code: str, args: list[str]) -> dict[str, float]:
     """Wall time and peak RSS of one child process running `code`."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *args], check=True, stderr=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], check=True, stderr=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+    )
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "peak_rss_mib": int(proc.stdout.split()[-1]) / 1024}
 
@@ -106,7 +107,10 @@ def main() -> None:
     a = p.parse_args()
     data = Path(a.data)
     data.mkdir(parents=True, exist_ok=True)
-    if len(list(data.glob("corpus-*.jsonl.gz"))) != 20 or json.loads((data / "n.json").read_text() if (data / "n.json").exists() else "0") != a.trajectories:
+    if (
+        len(list(data.glob("corpus-*.jsonl.gz"))) != 20
+        or json.loads((data / "n.json").read_text() if (data / "n.json").exists() else "0") != a.trajectories
+    ):
         build_corpus(data, a.trajectories)
         (data / "n.json").write_text(json.dumps(a.trajectories))
     corpus = str(data / "corpus-*.jsonl.gz")

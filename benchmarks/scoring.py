@@ -20,7 +20,7 @@ the log-softmax; the same work as `model(ids).logits`), which shows how much of 
 body that any exact scorer must run once per forward. The seeds' process also
 evaluates our span from its own full logits, which gives the NLL agreement on the same tokens.
 
-Ours: `terminalworld.scoring.score` (body once, head + float32 log-softmax at span positions only).
+Ours: `terminalworld.eval.scoring.score` (body once, head + float32 log-softmax at span positions only).
 """
 
 from __future__ import annotations
@@ -41,16 +41,26 @@ NEBIUS = FIXTURES / "adp-fork_nebius-swe-agent-trajectories" / "sample_raw.json"
 DATA = HERE / ".data"
 
 # The published Qwen3-0.6B shape.
-QWEN3_0_6B = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
-                  num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0,
-                  rms_norm_eps=1e-6, tie_word_embeddings=True)  # fmt: skip
+QWEN3_0_6B = dict(
+    vocab_size=151936,
+    hidden_size=1024,
+    intermediate_size=3072,
+    num_hidden_layers=28,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=128,
+    max_position_embeddings=40960,
+    rope_theta=1000000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+)
 
 SEEDS = r"""
 import json, resource, sys, time, torch
 from transformers import AutoModelForCausalLM
-from terminalworld.assets import hf_folder, load_tokenizer
-from terminalworld.render import Renderer
-from terminalworld.scoring import heldout_trajectory, observation_spans
+from terminalworld.core.assets import hf_folder, load_tokenizer
+from terminalworld.core.render import Renderer
+from terminalworld.eval.scoring import heldout_trajectory, observation_spans
 model_path, heldout, out, depths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 tok = load_tokenizer(model_path)
 model = AutoModelForCausalLM.from_pretrained(hf_folder(model_path, "model"), dtype=torch.float32).eval()
@@ -95,7 +105,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 OURS = r"""
 import resource, sys
-from terminalworld.scoring import ScoreConfig, score
+from terminalworld.eval.scoring import ScoreConfig, score
 score(ScoreConfig(model_path=sys.argv[1], heldout=sys.argv[2], out_path=sys.argv[3], mode="agent", all_depths=sys.argv[4] == "1"))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -104,7 +114,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 def qwen3_random() -> str:
     """An HF folder with the Qwen3-0.6B architecture, seeded random weights and the real Qwen3
     tokenizer and chat template; built once under benchmarks/.data."""
-    from terminalworld.assets import build_once, load_tokenizer
+    from terminalworld.core.assets import build_once, load_tokenizer
 
     def build(out: str) -> None:
         import torch
@@ -119,11 +129,11 @@ def qwen3_random() -> str:
 
 def build_heldout(path: Path, tokenizer: str, source: Path, n_rows: int, target_len: int) -> None:
     """Real rows cut to the longest context whose full render fits `target_len` tokens."""
-    from terminalworld.assets import load_tokenizer
-    from terminalworld.formats import load_trajectories
-    from terminalworld.render import Renderer
-    from terminalworld.sampling import heldout_row, observed_prefix
-    from terminalworld.scoring import heldout_trajectory
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.formats import load_trajectories
+    from terminalworld.core.render import Renderer
+    from terminalworld.corpus.sampling import heldout_row, observed_prefix
+    from terminalworld.eval.scoring import heldout_trajectory
 
     renderer = Renderer(load_tokenizer(tokenizer))
     candidates = []  # (tokens, row): per trajectory, its longest context that fits
@@ -151,7 +161,7 @@ def run(code: str, *args: str) -> dict[str, float]:
 
 
 def measure(name: str, model: str, model_label: str, source: Path, n_rows: int, target_len: int, depths: bool) -> dict:
-    from terminalworld.assets import hf_folder, load_tokenizer
+    from terminalworld.core.assets import hf_folder, load_tokenizer
 
     load_tokenizer(model), hf_folder(model, "model")  # convert a GGUF once, outside the timings
     with tempfile.TemporaryDirectory() as tmp:
@@ -172,7 +182,7 @@ def measure(name: str, model: str, model_label: str, source: Path, n_rows: int, 
         "rows": len(ours_rows),
         "forwards": {"seeds": len(seeds_rows), "ours": len(ours_rows)},
         "full_len": [o["full_len"] for o in ours_rows],
-        "spans": [{**s, "ours_n": n, "ours_mean_nll": m} for s, (n, m) in zip(seeds_rows, ours_spans)],
+        "spans": [{**s, "ours_n": n, "ours_mean_nll": m} for s, (n, m) in zip(seeds_rows, ours_spans, strict=False)],
         "seeds": seeds,
         "ours": ours,
         "seeds_head_and_log_softmax_s": head_and_softmax,
@@ -181,8 +191,12 @@ def measure(name: str, model: str, model_label: str, source: Path, n_rows: int, 
         # The seeds' process less its full-vocabulary head and log-softmax: what skipping that work
         # alone gives at the same forwards (the rest is the body, which an exact scorer must run).
         "time_ratio_seeds_less_head": (seeds["wall_s"] - head_and_softmax) / seeds["wall_s"],
-        "token_counts_equal_on_our_span": all(s["span_n"] == n for s, (n, _) in zip(seeds_rows, ours_spans)),
-        "max_abs_mean_nll_diff_same_span": max(abs(s["span_mean_nll_full_logits"] - m) for s, (_, m) in zip(seeds_rows, ours_spans)),
+        "token_counts_equal_on_our_span": all(
+            s["span_n"] == n for s, (n, _) in zip(seeds_rows, ours_spans, strict=False)
+        ),
+        "max_abs_mean_nll_diff_same_span": max(
+            abs(s["span_mean_nll_full_logits"] - m) for s, (_, m) in zip(seeds_rows, ours_spans, strict=False)
+        ),
         "seeds_window_minus_span_tokens": sorted({s["seeds_n"] - s["span_n"] for s in seeds_rows}),
     }
 
@@ -195,13 +209,16 @@ def plot(report: dict, path: Path) -> None:
 
     names = list(report["measurements"])
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
-    for ax, key, label in ((axes[0], "wall_s", "wall time (s), whole process"), (axes[1], "peak_rss_mib", "peak RSS (MiB)")):
+    for ax, key, label in (
+        (axes[0], "wall_s", "wall time (s), whole process"),
+        (axes[1], "peak_rss_mib", "peak RSS (MiB)"),
+    ):
         x = range(len(names))
         seeds = [report["measurements"][n]["seeds"][key] for n in names]
         ours = [report["measurements"][n]["ours"][key] for n in names]
         ax.bar([i - 0.2 for i in x], seeds, 0.4, label="seeds' method", color="#b0b0b0")
         ax.bar([i + 0.2 for i in x], ours, 0.4, label="ours", color="#2a6fb0")
-        for i, (s, o) in enumerate(zip(seeds, ours)):
+        for i, (s, o) in enumerate(zip(seeds, ours, strict=False)):
             ax.text(i + 0.2, o, f"{o / s:.2f}×", ha="center", va="bottom", fontsize=9)
         ax.set_xticks(list(x), names)
         ax.set_title(label, fontsize=10)
@@ -220,7 +237,7 @@ MEASUREMENTS = {
 
 
 def main() -> None:
-    from terminalworld.records import write_json
+    from terminalworld.core.records import write_json
 
     p = argparse.ArgumentParser()
     p.add_argument("--only", default=",".join(MEASUREMENTS))

@@ -11,10 +11,12 @@ import os
 os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
 os.environ.setdefault("WANDB_MODE", "offline")
 
-from terminalworld import pipeline  # noqa: E402
-from terminalworld.demo import DemoConfig, build  # noqa: E402
+from terminalworld import pipeline
+from terminalworld.demo import DemoConfig, build
 
-CONFIG = DemoConfig(version="2026.12.02", trajectories=160, sft_size=40, pretrain_size=100, heldout_n=24, context_turns=3)
+CONFIG = DemoConfig(
+    version="2026.12.02", trajectories=160, sft_size=40, pretrain_size=100, heldout_n=24, context_turns=3
+)
 handles = build(CONFIG)
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ in generation), seed 42. Every version below is pinned, so every gs:// path is p
 
 from fray.types import ResourceConfig
 
-from terminalworld import pipeline
-from terminalworld.training import SftRecipe
+from terminalworld.pipeline import builders as pipeline
+from terminalworld.train.sft import SftRecipe
 
 ARMS = ("assistant", "full", "user")
 SCALES = {"10K": 10_000, "100K": 100_000, "1M": 1_000_000}
@@ -31,23 +31,57 @@ V = {
 }
 
 corpus = pipeline.corpus(V["corpus"], CORPUS_SOURCE)
-subsets = pipeline.subsets(corpus, V["subsets"], sizes=list(SCALES.values()), seed=42,
-                           resources=ResourceConfig.with_cpu())  # fmt: skip
-heldout = pipeline.heldout(corpus, subsets, train_size=SCALES["1M"], version=V["heldout"], n=100, context_turns=14,
-                           seed=42, resources=ResourceConfig.with_cpu())  # fmt: skip
+subsets = pipeline.subsets(
+    corpus, V["subsets"], sizes=list(SCALES.values()), seed=42, resources=ResourceConfig.with_cpu()
+)
+heldout = pipeline.heldout(
+    corpus,
+    subsets,
+    train_size=SCALES["1M"],
+    version=V["heldout"],
+    n=100,
+    context_turns=14,
+    seed=42,
+    resources=ResourceConfig.with_cpu(),
+)
 
 
 def recipe(scale: str) -> SftRecipe:
-    return SftRecipe(epochs=1.0, batch_size=BATCH[scale], learning_rate=2e-5, warmup=0.03, min_lr_ratio=0.1,
-                     weight_decay=0.1, max_grad_norm=30.0, seed=42, seq_len=8192, max_seq_len=32768)  # fmt: skip
+    return SftRecipe(
+        epochs=1.0,
+        batch_size=BATCH[scale],
+        learning_rate=2e-5,
+        warmup=0.03,
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        max_grad_norm=30.0,
+        seed=42,
+        seq_len=8192,
+        max_seq_len=32768,
+    )
 
 
 def cell(arm: str, scale: str):
     """The checkpoint of one arm at one scale (and, through it, its tokenized data)."""
-    data = pipeline.tokenized(subsets, SCALES[scale], arm, V["tokenized"], TOKENIZER, max_len=8191, seq_len=8192,
-                              resources=ResourceConfig.with_cpu())  # fmt: skip
-    return pipeline.checkpoint(data, arm, scale, V["checkpoint"], recipe(scale), init_from=BASE_MODEL,
-                               resources=ResourceConfig.with_tpu(TPU[scale]))  # fmt: skip
+    data = pipeline.tokenized(
+        subsets,
+        SCALES[scale],
+        arm,
+        V["tokenized"],
+        TOKENIZER,
+        max_len=8191,
+        seq_len=8192,
+        resources=ResourceConfig.with_cpu(),
+    )
+    return pipeline.checkpoint(
+        data,
+        arm,
+        scale,
+        V["checkpoint"],
+        recipe(scale),
+        init_from=BASE_MODEL,
+        resources=ResourceConfig.with_tpu(TPU[scale]),
+    )
 
 
 def grid() -> dict[tuple[str, str], object]:

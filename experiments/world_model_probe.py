@@ -10,13 +10,16 @@ The base model renders with an SFT checkpoint's chat template, byte-identical to
 from fray.types import ResourceConfig
 from phase0_grid import BASE_MODEL, grid, heldout
 
-from terminalworld import pipeline
+from terminalworld.pipeline import builders as pipeline
 
 VERSION = "2026.11.04"
 cells = grid()
 template_from = cells[("full", "10K")]
-scores = {"base": pipeline.scores(BASE_MODEL, "base", heldout, 100, VERSION, chat_template_from=template_from,
-                                  resources=ResourceConfig.with_cpu())}  # fmt: skip
+scores = {
+    "base": pipeline.scores(
+        BASE_MODEL, "base", heldout, 100, VERSION, chat_template_from=template_from, resources=ResourceConfig.with_cpu()
+    )
+}
 for (arm, scale), ckpt in cells.items():
     name = f"{arm}-{scale}"
     scores[name] = pipeline.scores(ckpt, name, heldout, 100, VERSION, resources=ResourceConfig.with_cpu())

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from terminalworld.cli import run_cli
-from terminalworld.sampling import HeldoutConfig, sample_heldout
+from terminalworld.corpus.sampling import HeldoutConfig, sample_heldout
 
 
 def main(argv=None) -> int:

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from terminalworld.cli import run_cli
-from terminalworld.scoring import ScoreConfig, score
+from terminalworld.eval.scoring import ScoreConfig, score
 
 
 def main(argv=None) -> int:
@@ -28,9 +28,18 @@ def main(argv=None) -> int:
     p.add_argument("--all-depths", action="store_true", help="also score every earlier observation (PPL by depth)")
     p.add_argument("--backend", choices=["hf", "vllm"], default="hf")
     a = p.parse_args(argv)
-    cfg = ScoreConfig(model_path=a.model_path, heldout=a.heldout, out_path=a.out_path, mode=a.mode, model_name=a.model_name,
-                      chat_template_from=a.chat_template_from, dtype=a.dtype, device=a.device, all_depths=a.all_depths,
-                      backend=a.backend)  # fmt: skip
+    cfg = ScoreConfig(
+        model_path=a.model_path,
+        heldout=a.heldout,
+        out_path=a.out_path,
+        mode=a.mode,
+        model_name=a.model_name,
+        chat_template_from=a.chat_template_from,
+        dtype=a.dtype,
+        device=a.device,
+        all_depths=a.all_depths,
+        backend=a.backend,
+    )
     return run_cli(lambda: score(cfg))
 
 

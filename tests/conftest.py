@@ -17,7 +17,7 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def recorded_corpus(tmp_path_factory) -> Path:
     """A small real recording shared by the corpus tests: 24 trajectories, 24 repos."""
-    from terminalworld.recorder import RecordConfig, record_corpus
+    from terminalworld.corpus.recorder import RecordConfig, record_corpus
 
     out = tmp_path_factory.mktemp("corpus")
     record_corpus(RecordConfig(out=str(out), trajectories=24, seed=3, shard_size=10))

@@ -12,18 +12,22 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from terminalworld.records import InputError
-from terminalworld.sandbox import SandboxUnavailable
-from terminalworld.trajectories import TrajectoryError
+from terminalworld.errors import InputError, SandboxUnavailable, TrajectoryError
 
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (InputError, TrajectoryError, SandboxUnavailable, FileNotFoundError,
-                                                     ValueError)  # RenderError, PackingError
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
+    InputError,
+    TrajectoryError,
+    SandboxUnavailable,
+    FileNotFoundError,
+    ValueError,
+)  # RenderError, PackingError
 
 
 def run_cli(fn: Callable[[], object]) -> int:
     """Run `fn`, turning expected failures into a one-line message and exit status 2."""
-    from terminalworld.pipeline import StepFailed
+    from terminalworld.errors import StepFailed
 
     try:
         result = fn()
@@ -34,37 +38,60 @@ def run_cli(fn: Callable[[], object]) -> int:
         print("interrupted; finished outputs are kept and a rerun resumes", file=sys.stderr)
         return 130
     if isinstance(result, dict):
-        print(json.dumps({k: v for k, v in result.items() if k not in ("bad_lines", "train_bad_lines", "shards", "code_trees")}, indent=2))
+        print(
+            json.dumps(
+                {k: v for k, v in result.items() if k not in ("bad_lines", "train_bad_lines", "shards", "code_trees")},
+                indent=2,
+            )
+        )
     return 0
 
 
 def _corpus_record(a: argparse.Namespace) -> object:
-    from terminalworld.recorder import RecordConfig, record_corpus
+    from terminalworld.corpus.recorder import RecordConfig, record_corpus
 
-    return record_corpus(RecordConfig(out=a.out, trajectories=a.trajectories, seed=a.seed, shard_size=a.shard_size,
-                                      workers=a.workers, timeout_s=a.timeout))  # fmt: skip
+    return record_corpus(
+        RecordConfig(
+            out=a.out,
+            trajectories=a.trajectories,
+            seed=a.seed,
+            shard_size=a.shard_size,
+            workers=a.workers,
+            timeout_s=a.timeout,
+        )
+    )
 
 
 def _corpus_subsets(a: argparse.Namespace) -> object:
-    from terminalworld.sampling import SubsetsConfig, make_subsets
+    from terminalworld.corpus.sampling import SubsetsConfig, make_subsets
 
     return make_subsets(SubsetsConfig(corpus=a.corpus, out=a.out, sizes=a.sizes, seed=a.seed))
 
 
 def _render(a: argparse.Namespace) -> object:
-    from terminalworld.render import RenderConfig, render_file
+    from terminalworld.core.render import RenderConfig, render_file
 
-    return render_file(RenderConfig(tokenizer=a.tokenizer, inputs=a.inputs, out=a.out, arm=a.arm, chat_template=a.chat_template,
-                                    max_len=a.max_len, exclude_harness_text=a.exclude_harness_text, view=a.view))  # fmt: skip
+    return render_file(
+        RenderConfig(
+            tokenizer=a.tokenizer,
+            inputs=a.inputs,
+            out=a.out,
+            arm=a.arm,
+            chat_template=a.chat_template,
+            max_len=a.max_len,
+            exclude_harness_text=a.exclude_harness_text,
+            view=a.view,
+        )
+    )
 
 
 def _show_mask(a: argparse.Namespace) -> object:
-    from terminalworld.assets import load_tokenizer
-    from terminalworld.formats import load_trajectories
-    from terminalworld.maskview import Coverage, highlight
-    from terminalworld.render import ARMS, Renderer
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.formats import load_trajectories
+    from terminalworld.core.maskview import Coverage, highlight
+    from terminalworld.core.render import ARMS, Renderer
 
-    template = open(a.chat_template).read() if a.chat_template else None
+    template = Path(a.chat_template).read_text() if a.chat_template else None
     renderer = Renderer(load_tokenizer(a.tokenizer), template, a.view, a.exclude_harness_text, a.max_len)
     trajs = load_trajectories(a.inputs.split(","))
     if not 0 <= a.index < len(trajs):
@@ -83,7 +110,7 @@ def _show_mask(a: argparse.Namespace) -> object:
 
 
 def _compare(a: argparse.Namespace) -> object:
-    from terminalworld.report import markdown, write_comparison
+    from terminalworld.report.probe.probe import markdown, write_comparison
 
     table = write_comparison(a.results, a.base, a.reference, a.out)
     print(markdown(table))
@@ -103,7 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="terminalworld", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    corpus = sub.add_parser("corpus", help="record and sample trajectory corpora").add_subparsers(dest="sub", required=True)
+    corpus = sub.add_parser("corpus", help="record and sample trajectory corpora").add_subparsers(
+        dest="sub", required=True
+    )
     rec = corpus.add_parser("record", help="record real-shell trajectories in SWE-ZERO format")
     rec.add_argument("--out", required=True)
     rec.add_argument("--trajectories", type=int, default=120)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from terminalworld import pipeline
-from terminalworld.training import SftRecipe
+from terminalworld.pipeline import builders as pipeline
+from terminalworld.train.sft import SftRecipe
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,16 @@ class DemoConfig:
     tokenizer: str = "smollm2"  # a real tokenizer with a small vocabulary keeps CPU training fast
     seq_len: int = 2048
     # Training cost on CPU is dominated by the 49K-word softmax, i.e. by width x tokens.
-    tiny: dict[str, int] = field(default_factory=lambda: {"hidden_dim": 32, "intermediate_dim": 96, "num_layers": 2,
-                                                          "num_heads": 2, "num_kv_heads": 1, "head_dim": 16})  # fmt: skip
+    tiny: dict[str, int] = field(
+        default_factory=lambda: {
+            "hidden_dim": 32,
+            "intermediate_dim": 96,
+            "num_layers": 2,
+            "num_heads": 2,
+            "num_kv_heads": 1,
+            "head_dim": 16,
+        }
+    )
     pretrain_epochs: float = 3.0
     pretrain_lr: float = 5e-3
     sft_epochs: float = 2.0
@@ -46,17 +54,40 @@ def build(cfg: DemoConfig) -> dict[str, object]:
     corpus = pipeline.recorded_corpus(v, cfg.trajectories, cfg.record_seed, cfg.max_output_chars)
     subsets = pipeline.subsets(corpus, v, sizes=[cfg.sft_size, cfg.pretrain_size], seed=cfg.seed)
     heldout = pipeline.heldout(corpus, subsets, cfg.pretrain_size, v, cfg.heldout_n, cfg.context_turns, cfg.seed)
-    common = dict(batch_size=cfg.batch_size, warmup=0.1, weight_decay=0.0, max_grad_norm=1.0, seq_len=cfg.seq_len,
-                  max_seq_len=cfg.seq_len)  # fmt: skip
-    text = pipeline.tokenized(subsets, cfg.pretrain_size, "pretrain", v, cfg.tokenizer, cfg.seq_len - 1, cfg.seq_len,
-                              skip=cfg.sft_size, scale="demo")  # fmt: skip
-    base = pipeline.checkpoint(text, "base", "demo", v, SftRecipe(epochs=cfg.pretrain_epochs, learning_rate=cfg.pretrain_lr,
-                                                                  tiny=cfg.tiny, **common))  # fmt: skip
+    common = dict(
+        batch_size=cfg.batch_size,
+        warmup=0.1,
+        weight_decay=0.0,
+        max_grad_norm=1.0,
+        seq_len=cfg.seq_len,
+        max_seq_len=cfg.seq_len,
+    )
+    text = pipeline.tokenized(
+        subsets,
+        cfg.pretrain_size,
+        "pretrain",
+        v,
+        cfg.tokenizer,
+        cfg.seq_len - 1,
+        cfg.seq_len,
+        skip=cfg.sft_size,
+        scale="demo",
+    )
+    base = pipeline.checkpoint(
+        text,
+        "base",
+        "demo",
+        v,
+        SftRecipe(epochs=cfg.pretrain_epochs, learning_rate=cfg.pretrain_lr, tiny=cfg.tiny, **common),
+    )
     models = {"base": base}
     for arm in cfg.arms:
-        data = pipeline.tokenized(subsets, cfg.sft_size, arm, v, cfg.tokenizer, cfg.seq_len - 1, cfg.seq_len, scale="demo")
-        models[arm] = pipeline.checkpoint(data, arm, "demo", v, SftRecipe(epochs=cfg.sft_epochs, learning_rate=cfg.sft_lr,
-                                                                          **common), init_from=base)  # fmt: skip
+        data = pipeline.tokenized(
+            subsets, cfg.sft_size, arm, v, cfg.tokenizer, cfg.seq_len - 1, cfg.seq_len, scale="demo"
+        )
+        models[arm] = pipeline.checkpoint(
+            data, arm, "demo", v, SftRecipe(epochs=cfg.sft_epochs, learning_rate=cfg.sft_lr, **common), init_from=base
+        )
     scores = {name: pipeline.scores(m, name, heldout, cfg.heldout_n, v) for name, m in models.items()}
     report = pipeline.report(scores, base="base", reference="full" if "full" in cfg.arms else None, version=v)
     return {"corpus": corpus, "subsets": subsets, "heldout": heldout, **models, "report": report}

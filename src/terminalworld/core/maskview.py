@@ -1,0 +1,69 @@
+"""`terminalworld show-mask`: see which tokens each arm trains, and how tokens split by role."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from terminalworld.core.render import ARMS, Rendered
+
+_COLORS = {"assistant": "\x1b[30;43m", "user": "\x1b[30;46m"}
+_RESET = "\x1b[0m"
+_OPEN, _CLOSE = "[[", "]]"
+
+
+def highlight(r: Rendered, arm: str, color: bool, max_chars: int | None = None) -> str:
+    """The rendered text with the arm's trained tokens marked: background colour by role on a
+    terminal, `[[...]]` around each trained run otherwise."""
+    trained = r.mask(arm)
+    roles = r.role_of_tokens()
+    out, pos, run = [], 0, None
+    for i, (s, e) in enumerate(r.offsets.tolist()):
+        if s > pos:
+            out.append(r.text[pos:s])
+        state = roles[i] if trained[i] else None
+        if state != run:
+            if run is not None:
+                out.append(_RESET if color else _CLOSE)
+            if state is not None:
+                out.append(_COLORS[state] if color else _OPEN)
+            run = state
+        out.append(r.text[max(s, pos) : e])
+        pos = max(pos, e)
+    if run is not None:
+        out.append(_RESET if color else _CLOSE)
+    out.append(r.text[pos:])
+    text = "".join(out)
+    return text if max_chars is None or len(text) <= max_chars else text[:max_chars] + "\n... (truncated)"
+
+
+@dataclass
+class Coverage:
+    tokens: int = 0
+    by_role: Counter = None  # system / user / assistant / scaffolding
+    by_arm: Counter = None
+
+    def __post_init__(self):
+        self.by_role = self.by_role or Counter()
+        self.by_arm = self.by_arm or Counter()
+
+    def add(self, r: Rendered) -> None:
+        roles = r.role_of_tokens()
+        self.tokens += len(roles)
+        for role, n in zip(*np.unique(roles, return_counts=True), strict=False):
+            self.by_role["scaffolding" if role == "none" else str(role)] += int(n)
+        for arm in ARMS:
+            self.by_arm[arm] += int(r.mask(arm).sum())
+
+    def table(self) -> str:
+        lines = ["| tokens of | count | share |", "|---|---:|---:|"]
+        for role in ("system", "user", "assistant", "scaffolding"):
+            n = self.by_role[role]
+            lines.append(f"| {role} | {n} | {n / max(self.tokens, 1):.1%} |")
+        lines += ["", "| arm | trained tokens | share |", "|---|---:|---:|"]
+        for arm in ARMS:
+            n = self.by_arm[arm]
+            lines.append(f"| {arm} | {n} | {n / max(self.tokens, 1):.1%} |")
+        return "\n".join(lines)

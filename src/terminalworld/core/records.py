@@ -1,0 +1,187 @@
+"""Reading record files and writing outputs, local or remote, through fsspec.
+
+Inputs are globs over `.jsonl`, `.jsonl.gz`, `.jsonl.zst`, `.json` and `.parquet` files. Every
+record carries where it came from (file, line) so that a malformed one is reported, not dropped.
+Outputs are replaced atomically: a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+from fsspec.core import url_to_fs
+
+from terminalworld.errors import InputError
+
+
+@dataclass(frozen=True)
+class BadLine:
+    file: str
+    line: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Record:
+    file: str
+    line: int
+    value: Any
+    raw: bytes | None = None  # the source line of a JSON Lines record, for copying it unchanged
+
+    def line_bytes(self) -> bytes:
+        """The record as one JSON Lines line (its source bytes when it came from one)."""
+        if self.raw is not None:
+            return self.raw if self.raw.endswith(b"\n") else self.raw + b"\n"
+        return json.dumps(self.value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def expand(pattern: str) -> list[str]:
+    """Files matching a glob (or one path), sorted, with their protocol kept."""
+    fs, path = url_to_fs(pattern)
+    matches = sorted(fs.glob(path)) if any(c in path for c in "*?[") else ([path] if fs.exists(path) else [])
+    files = [m for m in matches if fs.isfile(m)]
+    if not files:
+        raise InputError(f"no file matches {pattern!r}")
+    return [fs.unstrip_protocol(f) if "://" in pattern else f for f in files]
+
+
+def expand_all(patterns: list[str] | str) -> list[str]:
+    patterns = [patterns] if isinstance(patterns, str) else patterns
+    seen: dict[str, None] = {}
+    for p in patterns:
+        seen.update(dict.fromkeys(expand(p)))
+    return list(seen)
+
+
+def _compression(path: str) -> str | None:
+    if path.endswith(".gz"):
+        return "gzip"
+    if path.endswith(".zst"):
+        return "zstd"
+    return None
+
+
+def iter_records(patterns: list[str] | str) -> Iterator[Record | BadLine]:
+    """Every record of every matching file, in file order then line order.
+
+    JSON Lines files give one record per line; a `.json` file gives each element of its top-level
+    list (or itself when it is one object); parquet gives one record per row. Lines that are not
+    UTF-8 or not JSON come back as `BadLine`s.
+    """
+    for path in expand_all(patterns):
+        if path.endswith(".parquet"):
+            yield from _iter_parquet(path)
+        elif path.endswith(".json"):
+            yield from _iter_json(path)
+        else:
+            yield from _iter_jsonl(path)
+
+
+def _iter_jsonl(path: str) -> Iterator[Record | BadLine]:
+    with fsspec.open(path, "rb", compression=_compression(path)) as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield BadLine(path, n, f"undecodable bytes: {e.reason} at byte {e.start}")
+                continue
+            if not text.strip():
+                continue
+            try:
+                yield Record(path, n, json.loads(text), raw)
+            except json.JSONDecodeError as e:
+                yield BadLine(path, n, f"invalid JSON: {e.msg} at column {e.colno}")
+
+
+def _iter_json(path: str) -> Iterator[Record | BadLine]:
+    with fsspec.open(path, "rb", compression=_compression(path)) as f:
+        raw = f.read()
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        yield BadLine(path, raw.count(b"\n", 0, e.start) + 1, f"undecodable bytes: {e.reason}")
+        return
+    except json.JSONDecodeError as e:
+        yield BadLine(path, e.lineno, f"invalid JSON: {e.msg} at column {e.colno}")
+        return
+    # A bare list of chat messages is one mini-swe-agent trajectory, not a list of records.
+    if isinstance(value, list) and not (value and isinstance(value[0], dict) and "role" in value[0]):
+        for i, v in enumerate(value, start=1):
+            yield Record(path, i, v)
+    else:
+        yield Record(path, 1, value)
+
+
+def _iter_parquet(path: str) -> Iterator[Record | BadLine]:
+    import pyarrow.parquet as pq
+
+    with fsspec.open(path, "rb") as f:
+        n = 0
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
+            for row in batch.to_pylist():
+                n += 1
+                yield Record(path, n, row)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
+    """Open `path` for writing so that it appears only when complete.
+
+    Locally: a temporary file in the same folder, renamed over the target. On object stores an
+    upload is published only when the write closes, which is already atomic.
+    """
+    fs, fspath = url_to_fs(path)
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    if "file" not in protocols:
+        with fs.open(fspath, mode) as f:
+            yield f
+        return
+    folder = os.path.dirname(os.path.abspath(fspath))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(fspath)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as f:
+            yield f
+        os.replace(tmp, fspath)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_jsonl(path: str) -> Iterator[Any]:
+    """Write JSON Lines atomically; `.gz` paths are gzip-compressed with a fixed mtime so that the
+    same rows give the same bytes."""
+    with atomic_output(path, "wb") as raw:
+        if path.endswith(".gz"):
+            with (
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
+                io.TextIOWrapper(gz, encoding="utf-8", newline="\n") as text,
+            ):
+                yield text
+        else:
+            with io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as text:
+                yield text
+
+
+def write_json(path: str, value: Any) -> None:
+    with atomic_output(path, "wb") as f:
+        f.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+
+
+def dumps_row(row: dict[str, Any]) -> str:
+    """One JSON Lines row; compact and key-order preserving so outputs are byte-stable."""
+    return json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"

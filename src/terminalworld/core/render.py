@@ -1,0 +1,334 @@
+"""Three-arm loss masks with an exact token partition, for any chat template.
+
+The rule (DESIGN.md, "Loss-mask arms"):
+
+1. Render the whole conversation once with the model's chat template (or a given one) and
+   tokenize the text once, without added special tokens, keeping character offsets.
+2. Locate every message's content in the rendered text, in order. A template that changes content
+   (trims it, drops reasoning) makes the message unlocatable: that example fails with an error
+   naming the message and the template behaviour, never with a silently wrong mask.
+3. A token belongs to the message whose content holds the token's **last character**; the first
+   token that starts at or after the end of a message's content (its end-of-turn token, e.g.
+   `<|im_end|>`) also belongs to that message when nobody owns it yet. Everything else (role
+   headers, separators, inserted `<think>` blocks) belongs to nobody, and the system message
+   owns nothing that is trained.
+4. Arms: assistant (a) = tokens of assistant messages, user (c) = tokens of user messages (task and
+   observations), full (b) = both. a·c = 0 and a + c = b are checked on every example.
+
+With `exclude_harness_text`, characters of observation messages that the harness wrote (the
+`Observation: ` prefix, format warnings; see `trajectories.harness_spans`) own nothing, which is
+ECHO's O′. The end-of-turn token still belongs to the observation.
+
+Peers locate assistant spans with `{% generation %}` markers or per-segment tokenization, which
+gets the boundary tokens wrong (a header newline merged with a content newline, a token straddling
+two messages). Ownership by last character is defined for every token of the one tokenization that
+training actually sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from terminalworld.core.trajectories import Trajectory, extract_command, harness_spans
+from terminalworld.errors import RenderError
+
+ARMS = ("assistant", "full", "user")
+Arm = Literal["assistant", "full", "user"]
+View = Literal["agent", "sim"]
+NOBODY = -1
+
+SIM_SYSTEM_PROMPT = (
+    "You are a Linux terminal simulator. Given the task context and a bash command run at the "
+    "repository root, reply with exactly what the terminal prints, and nothing else."
+)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system | user | assistant, as given to the template
+    content: str
+    kind: str  # system | task | action | observation | command
+    turn: int | None = None  # index into Trajectory.turns for action/observation/command messages
+
+
+def agent_messages(traj: Trajectory) -> list[Message]:
+    """The agent conversation: system, task, then each action and its observation."""
+    out = [] if traj.system is None else [Message("system", traj.system, "system")]
+    out.append(Message("user", traj.task, "task"))
+    for i, t in enumerate(traj.turns):
+        out.append(Message("assistant", t.action, "action", i))
+        if t.observation is not None:
+            out.append(Message("user", t.observation, "observation", i))
+    return out
+
+
+def sim_messages(traj: Trajectory, system_prompt: str = SIM_SYSTEM_PROMPT) -> list[Message]:
+    """The seeds' dedicated-simulator framing: the command in the user turn (the first one also
+    carries the task), the observation as the assistant reply. Unanswered actions are dropped."""
+    out = [Message("system", system_prompt, "system")]
+    for i, t in enumerate(traj.turns):
+        if t.observation is None:
+            continue
+        cmd = extract_command(t.action) or t.action
+        text = f"Task context:\n{traj.task}\n\nCommand:\n{cmd}" if len(out) == 1 else f"Command:\n{cmd}"
+        out.append(Message("user", text, "command", i))
+        out.append(Message("assistant", t.observation, "observation", i))
+    return out
+
+
+def view_messages(traj: Trajectory, view: View, sim_prompt: str = SIM_SYSTEM_PROMPT) -> list[Message]:
+    return agent_messages(traj) if view == "agent" else sim_messages(traj, sim_prompt)
+
+
+_OPEN, _CLOSE = "\ue000", "\ue001"  # private-use characters no template emits
+
+
+def locate(
+    messages: list[Message], render: Callable[[list[Message]], str], name: str
+) -> tuple[str, list[tuple[int, int]]]:
+    """The rendered text and the character span of each message's content in it.
+
+    The conversation is rendered a second time with every content wrapped in two private-use
+    marker characters; removing the markers must give back the plain render exactly, and their
+    positions are the spans. This is exact even for empty contents or contents that also occur
+    in the scaffolding, and it detects any template that rewrites content.
+    """
+    text = render(messages)
+    if any(_OPEN in m.content or _CLOSE in m.content for m in messages):
+        raise RenderError(f"{name}: a message contains the private-use characters U+E000/U+E001 used for locating")
+    marked = render([replace(m, content=_OPEN + m.content + _CLOSE) for m in messages])
+    spans, pieces, pos, length = [], [], 0, 0
+    while (a := marked.find(_OPEN, pos)) >= 0:
+        b = marked.find(_CLOSE, a + 1)
+        if b < 0:
+            break
+        pieces.append(marked[pos:a])
+        length += a - pos
+        spans.append((length, length + b - a - 1))
+        pieces.append(marked[a + 1 : b])
+        length += b - a - 1
+        pos = b + 1
+    pieces.append(marked[pos:])
+    plain = "".join(pieces)
+    if (
+        len(spans) == len(messages)
+        and plain == text
+        and all(text[s:e] == m.content for m, (s, e) in zip(messages, spans, strict=False))
+    ):
+        return text, spans
+    raise RenderError(f"{name}: {_diagnose(text, messages)}")
+
+
+def _diagnose(text: str, messages: list[Message]) -> str:
+    cursor = 0
+    for i, m in enumerate(messages):
+        at = text.find(m.content, cursor)
+        if at < 0:
+            hint = "the chat template transforms message content"
+            if "</think>" in m.content:
+                hint = "the template strips <think> reasoning from assistant content (as Qwen3's does)"
+            elif m.content != m.content.strip() and text.find(m.content.strip(), cursor) >= 0:
+                hint = "the template trims whitespace around content"
+            return f"message {i} ({m.role}, {m.kind}) does not appear verbatim in the rendered text: {hint}"
+        cursor = at + len(m.content)
+    return "the chat template renders content differently when it changes (it inspects or rewrites content)"
+
+
+def token_owners(
+    starts: np.ndarray, ends: np.ndarray, spans: list[tuple[int, int]], excluded: list[tuple[int, int]] = ()
+) -> np.ndarray:
+    """Owner message index of each token (NOBODY for scaffolding), by the last-character rule plus
+    one end-of-turn token per message. `excluded` character spans own nothing."""
+    n = len(starts)
+    owner = np.full(n, NOBODY, dtype=np.int32)
+    if not spans or not n:
+        return owner
+    cs = np.array([s for s, _ in spans], dtype=np.int64)
+    ce = np.array([e for _, e in spans], dtype=np.int64)
+    last = ends.astype(np.int64) - 1
+    idx = np.searchsorted(cs, last, side="right") - 1
+    inside = (idx >= 0) & (ends > starts)
+    inside &= last < ce[np.clip(idx, 0, None)]
+    owner[inside] = idx[inside]
+    for s, e in excluded:
+        owner[(last >= s) & (last < e)] = NOBODY
+    eot = np.searchsorted(starts, ce, side="left")
+    for m, j in enumerate(eot):
+        if j < n and owner[j] == NOBODY and not _in_any(int(last[j]), excluded):
+            owner[j] = m
+    return owner
+
+
+def _in_any(x: int, spans) -> bool:
+    return any(s <= x < e for s, e in spans)
+
+
+@dataclass
+class Rendered:
+    instance_id: str
+    text: str
+    input_ids: np.ndarray  # int32
+    # Message index per token, NOBODY for scaffolding. System tokens keep their owner (for coverage
+    # reports) but no arm trains them.
+    owner: np.ndarray
+    messages: list[Message]
+    spans: list[tuple[int, int]]
+    offsets: np.ndarray  # (n, 2) character offsets
+    truncated_tokens: int = 0
+
+    def role_of_tokens(self) -> np.ndarray:
+        roles = np.array([m.role for m in self.messages] + ["none"])
+        return roles[self.owner]  # NOBODY (-1) indexes the trailing "none"
+
+    def mask(self, arm: Arm) -> np.ndarray:
+        roles = self.role_of_tokens()
+        if arm == "assistant":
+            return roles == "assistant"
+        if arm == "user":
+            return roles == "user"
+        if arm == "full":
+            return (roles == "assistant") | (roles == "user")
+        raise ValueError(f"unknown arm {arm!r}; choose one of {ARMS}")
+
+    def check_partition(self) -> None:
+        """a·c = 0, a + c = b, and no system token trained; raised, never skipped."""
+        a, b, c = self.mask("assistant"), self.mask("full"), self.mask("user")
+        system = self.role_of_tokens() == "system"
+        if (a & c).any() or not np.array_equal(a | c, b) or (b & system).any():
+            raise RenderError(f"{self.instance_id}: loss-mask arms do not partition the tokens")
+
+
+class Renderer:
+    """Renders trajectories and gives each token its owner, once per example for all arms."""
+
+    def __init__(
+        self,
+        tokenizer,
+        chat_template: str | None = None,
+        view: View = "agent",
+        exclude_harness_text: bool = False,
+        max_len: int | None = None,
+        sim_prompt: str = SIM_SYSTEM_PROMPT,
+    ):
+        self.tokenizer = tokenizer
+        self.chat_template = chat_template
+        self.view = view
+        self.exclude_harness_text = exclude_harness_text
+        self.max_len = max_len
+        self.sim_prompt = sim_prompt
+
+    def template_text(self, messages: list[Message]) -> str:
+        return self.tokenizer.apply_chat_template(
+            [{"role": m.role, "content": m.content} for m in messages], tokenize=False, chat_template=self.chat_template
+        )
+
+    def render_messages(self, messages: list[Message], name: str) -> Rendered:
+        text, spans = locate(messages, self.template_text, name)
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = np.asarray(enc["input_ids"], dtype=np.int32)
+        offsets = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+        excluded = []
+        if self.exclude_harness_text:
+            for m, (s, _) in zip(messages, spans, strict=False):
+                if m.kind == "observation":
+                    excluded += [(s + a, s + b) for a, b in harness_spans(m.content)]
+        owner = token_owners(offsets[:, 0], offsets[:, 1], spans, excluded)
+        cut = 0
+        if self.max_len is not None and len(ids) > self.max_len:
+            cut = len(ids) - self.max_len
+            ids, owner, offsets = ids[: self.max_len], owner[: self.max_len], offsets[: self.max_len]
+        r = Rendered(name, text, ids, owner, messages, spans, offsets, cut)
+        r.check_partition()
+        return r
+
+    def render(self, traj: Trajectory) -> Rendered:
+        return self.render_messages(view_messages(traj, self.view, self.sim_prompt), traj.instance_id)
+
+
+def training_row(r: Rendered, arm: Arm) -> dict[str, Any]:
+    """`{instance_id, input_ids, loss_weights}`: loss_weights[i] = 1 when token i is trained."""
+    return {
+        "instance_id": r.instance_id,
+        "input_ids": r.input_ids.tolist(),
+        "loss_weights": r.mask(arm).astype(np.int8).tolist(),
+    }
+
+
+@dataclass(frozen=True)
+class RenderConfig:
+    tokenizer: str  # folder, GGUF file, or an asset name (qwen3, smollm2)
+    inputs: str  # glob(s) of trajectory files, comma-separated
+    out: str  # .jsonl, .jsonl.gz or .parquet
+    arm: Arm = "full"
+    chat_template: str | None = None  # path of a Jinja template file
+    max_len: int | None = None
+    exclude_harness_text: bool = False
+    view: View = "agent"
+
+
+def render_file(cfg: RenderConfig) -> dict[str, Any]:
+    """One training row per input trajectory, in input order, written atomically.
+
+    A record that is not a trajectory, or that the template cannot render exactly, stops the job
+    with an error naming file and line: a training set must not silently lose examples."""
+    from tqdm import tqdm
+
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.formats import iter_trajectories
+    from terminalworld.core.records import BadLine
+
+    template = Path(cfg.chat_template).read_text() if cfg.chat_template else None
+    renderer = Renderer(load_tokenizer(cfg.tokenizer), template, cfg.view, cfg.exclude_harness_text, cfg.max_len)
+    stats = {"examples": 0, "tokens": 0, "trained_tokens": 0, "truncated_examples": 0, "truncated_tokens": 0}
+    with _row_writer(cfg.out) as write:
+        for item in tqdm(iter_trajectories(cfg.inputs.split(",")), desc=f"render {cfg.arm}", unit="traj"):
+            if isinstance(item, BadLine):
+                raise RenderError(f"{item.file}:{item.line}: {item.reason}")
+            rec, traj = item
+            try:
+                r = renderer.render(traj)
+            except RenderError as e:
+                raise RenderError(f"{rec.file}:{rec.line}: {e}") from None
+            row = training_row(r, cfg.arm)
+            stats["examples"] += 1
+            stats["tokens"] += len(row["input_ids"])
+            stats["trained_tokens"] += sum(row["loss_weights"])
+            stats["truncated_examples"] += r.truncated_tokens > 0
+            stats["truncated_tokens"] += r.truncated_tokens
+            write(row)
+    return {"out": cfg.out, "arm": cfg.arm, **stats}
+
+
+@contextlib.contextmanager
+def _row_writer(path: str):
+    """A `write(row)` callable streaming rows to JSON Lines (optionally .gz) or parquet, atomically."""
+    from terminalworld.core.records import atomic_jsonl, atomic_output, dumps_row
+
+    if not path.endswith(".parquet"):
+        with atomic_jsonl(path) as f:
+            yield lambda row: f.write(dumps_row(row))
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [("instance_id", pa.string()), ("input_ids", pa.list_(pa.int32())), ("loss_weights", pa.list_(pa.int8()))]
+    )
+    batch: list[dict[str, Any]] = []
+    with atomic_output(path) as f, pq.ParquetWriter(f, schema) as writer:
+
+        def write(row: dict[str, Any]) -> None:
+            batch.append(row)
+            if len(batch) == 256:
+                writer.write_table(pa.Table.from_pylist(batch, schema))
+                batch.clear()
+
+        yield write
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema))

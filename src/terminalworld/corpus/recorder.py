@@ -1,0 +1,417 @@
+"""Record a real-shell corpus in SWE-ZERO's row format.
+
+An exploration policy shaped like SWE-ZERO's execution-free agents (find, ls, grep -n, cat,
+head/tail, sed -n, nl, wc, git, `sed -i` edits followed by re-reads, heredoc writes, and the final
+`echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`) issues 15–30 commands grounded in a real code tree
+(names that exist, files that exist, and sometimes paths that do not, for real error messages).
+Every command runs in the bubblewrap sandbox and its real output becomes the observation.
+
+The policy is seeded per trajectory (`seed`, index), every file time is pinned after each command
+and the trees are built deterministically, so the same seed re-records the same rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import re
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
+from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, normalize_times
+from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path
+from terminalworld.errors import InputError
+
+FORMAT = "mini-swe-agent-1"
+
+SYSTEM_PROMPT = """You are a helpful assistant that interacts with a computer to solve software-engineering tasks.
+
+Every response must contain EXACTLY ONE bash code block (triple backticks) with EXACTLY ONE command.
+Before the bash block, include a THOUGHT section explaining your reasoning. Put ALL explanation in
+THOUGHT \u2014 do NOT prefix the bash command with `# comment` lines.
+
+Format:
+THOUGHT: <your reasoning>
+
+```bash
+<one bash command>
+```
+
+ENVIRONMENT:
+- Working directory is the repository root. Every command runs in a fresh subshell starting at the
+  repo root, so `cd` does NOT persist between commands. NEVER use `cd`. Always use repo-relative paths
+  (`cat README.md`, `find . -name "*.py"`) or absolute paths.
+- The execution environment has NO language interpreters and NO build tools. Do NOT try to invoke
+  python, python3, pytest, pip, ipython, node, npm, cargo, go, make, gcc, java, ruby, perl, or any
+  test runner. They are NOT installed and will return `command not found`. Do NOT try to verify
+  your fix by running it \u2014 you must reason about correctness from the source code alone.
+- ALLOWED tools: cat, head, tail, less, nl, wc, file, ls, find, tree, stat, grep, sed (including
+  `sed -i` for in-place edits), awk, cut, sort, uniq, diff, tr, tee, echo, printf, cp, mv, rm,
+  mkdir, ln, cat <<EOF > file (heredoc), tar, git diff/log/show/status.
+- Commands may be chained with `&&` or `||` or `|`.
+
+TO FINISH:
+- The FIRST LINE of the output of your bash command must be exactly
+  `COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`. The standard way is `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`.
+
+WORKFLOW:
+1. Explore the repo with find, grep, and cat to locate the files involved in the issue.
+2. Understand the root cause from the code, not from running it.
+3. Edit source files with `sed -i` or `cat <<EOF > file`.
+4. Verify your edit by re-reading the file with cat or sed -n.
+5. Submit with `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`."""
+
+_DEF = re.compile(r"^(\s*)(def|class)\s+([A-Za-z_]\w*)")
+
+
+@dataclass(frozen=True)
+class Definition:
+    path: str
+    line: int  # 1-based
+    indent: str
+    kind: str
+    name: str
+
+
+@dataclass
+class TreeIndex:
+    """What the policy knows about a tree before acting: files, sizes and definitions."""
+
+    tree: CodeTree
+    lines: dict[str, int] = field(default_factory=dict)
+    definitions: list[Definition] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, tree: CodeTree) -> TreeIndex:
+        idx = cls(tree)
+        for src, rel in tree.files:
+            text = src.read_text(encoding="utf-8", errors="replace").splitlines()
+            idx.lines[rel] = len(text)
+            if rel.endswith(".py"):
+                for n, line in enumerate(text, start=1):
+                    if m := _DEF.match(line):
+                        idx.definitions.append(Definition(rel, n, m.group(1), m.group(2), m.group(3)))
+        return idx
+
+    @property
+    def dirs(self) -> list[str]:
+        return sorted({str(Path(p).parent) for p in self.lines if str(Path(p).parent) != "."})
+
+
+@dataclass(frozen=True)
+class Step:
+    thought: str
+    command: str
+
+
+def _q(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+class Policy:
+    """Plans one trajectory: a task about one definition, exploration, an edit, and the submit."""
+
+    def __init__(self, index: TreeIndex, rng: random.Random, min_turns: int, max_turns: int):
+        self.ix = index
+        self.rng = rng
+        self.n_turns = rng.randint(min_turns, max_turns)
+        public = [d for d in index.definitions if not d.name.startswith("_")] or index.definitions
+        self.target = rng.choice(public)
+        self.kind = rng.choice(["rename", "deprecate"]) if self.target.kind == "def" else "rename"
+        self.new_name = self.target.name + rng.choice(["_v2", "_impl", "_legacy", "_compat"])
+
+    @property
+    def name(self) -> str:
+        return self.ix.tree.repo.split("/", 1)[1]
+
+    def task(self) -> str:
+        t = self.target
+        if self.kind == "rename":
+            title = f"Rename `{t.name}` to `{self.new_name}` in `{t.path}`"
+            problem = (
+                f"The {'function' if t.kind == 'def' else 'class'} `{t.name}` defined in `{t.path}` has a name "
+                f"that no longer matches what it does, and callers are confused by it."
+            )
+            fix = [
+                f"Rename the definition of `{t.name}` in `{t.path}` to `{self.new_name}`.",
+                "Keep the behaviour of the code unchanged.",
+                "Add a short regression test that documents the new name.",
+            ]
+        else:
+            title = f"Deprecate `{t.name}` in `{t.path}`"
+            problem = f"`{t.name}` is scheduled for removal but calling it gives no warning."
+            fix = [
+                f"Make `{t.name}` emit a `DeprecationWarning` when it is called.",
+                "Do not change its return value or its signature.",
+                "Add a short regression test for the warning.",
+            ]
+        bullets = "\n".join(f"- {f}  " for f in fix)
+        return (
+            f"Please solve this issue in the repository {self.ix.tree.repo}.\n\n## Issue\n\n**Title**  \n{title}\n\n"
+            f"**Problem**  \n{problem}\n\n**Fix / Expected Behavior**  \n{bullets}\n"
+        )
+
+    # -- exploration menu: each entry returns a grounded step -----------------------------------
+    def _file(self, small: bool = False) -> str:
+        files = [p for p in self.ix.lines if p.endswith(".py")]
+        if small:
+            files = [p for p in files if self.ix.lines[p] <= 120] or files
+        return self.rng.choice(files)
+
+    def _range(self, path: str, around: int | None = None) -> tuple[int, int]:
+        n = max(self.ix.lines.get(path, 1), 1)
+        center = around if around is not None else self.rng.randint(1, n)
+        a = max(1, center - self.rng.randint(5, 25))
+        return a, min(n, a + self.rng.randint(15, 60))
+
+    def orient(self) -> Step:
+        r = self.rng
+        options = [
+            Step(
+                "Let me start by getting an overview of the Python files in this repository.",
+                f'find . -type f -name "*.py" | head -{r.choice([20, 30, 40])}',
+            ),
+            Step("I'll look at the top level of the repository first.", "ls"),
+            Step(
+                "Let me see how the source tree is organised.", "find . -maxdepth 2 -type d -not -path './.git*' | sort"
+            ),
+            Step("Let me check the repository state and recent history first.", "git log --oneline | head -5"),
+        ]
+        return r.choice(options)
+
+    def explore(self) -> Step:
+        r, t = self.rng, self.target
+        other = r.choice(self.ix.definitions)
+        f = self._file(small=r.random() < 0.5)
+        a, b = self._range(t.path, around=t.line if r.random() < 0.6 else None)
+        dirs = self.ix.dirs
+        missing = str(Path(t.path).parent / f"test_{Path(t.path).stem}.py").removeprefix("./")
+        options = [
+            (
+                3,
+                lambda: Step(
+                    f"I need to find where `{t.name}` is defined and used.",
+                    f'grep -rn "{t.name}" --include="*.py" . | head -20',
+                ),
+            ),
+            (
+                2,
+                lambda: Step(
+                    f"Let me look for references to `{other.name}`, which seems related.",
+                    f'grep -rn "{other.name}" . | head -{r.choice([10, 20])}',
+                ),
+            ),
+            (
+                2,
+                lambda: Step(
+                    f"Let me list the definitions in `{t.path}`.", f'grep -n "def \\|class " {t.path} | head -40'
+                ),
+            ),
+            (3, lambda: Step(f"Let me read the code around `{t.name}` in `{t.path}`.", f"sed -n '{a},{b}p' {t.path}")),
+            (
+                2,
+                lambda: Step(
+                    "I'll view this region with line numbers so that an edit can target the right line.",
+                    f"nl -ba {t.path} | sed -n '{a},{b}p'",
+                ),
+            ),
+            (2, lambda: Step(f"Let me read `{f}` to understand how the package fits together.", f"cat {f}")),
+            (1, lambda: Step(f"Let me look at the beginning of `{f}`.", f"head -n {r.choice([30, 50, 80])} {f}")),
+            (1, lambda: Step(f"Let me look at the end of `{t.path}`.", f"tail -n {r.choice([20, 40])} {t.path}")),
+            (1, lambda: Step("Let me check how large these files are.", f"wc -l {t.path} {f}")),
+            (1, lambda: Step("Let me see whether there is an existing test module for this file.", f"cat {missing}")),
+            (
+                1,
+                lambda: Step(
+                    f"Let me search for `{t.name}_test` in case a helper already exists.",
+                    f'grep -rn "{t.name}_test" --include="*.py" .',
+                ),
+            ),
+            (
+                1,
+                lambda: Step(
+                    "Let me list the files in this directory.", f"ls -la {r.choice(dirs)}" if dirs else "ls -l"
+                ),
+            ),
+            (
+                1,
+                lambda: Step(
+                    f"Let me find files whose names relate to `{Path(f).stem}`.",
+                    f'find . -name "*{Path(f).stem}*" -not -path "./.git/*"',
+                ),
+            ),
+            (
+                1,
+                lambda: Step(
+                    "Let me see which modules import from this file.",
+                    f'grep -rln "import" --include="*.py" {Path(t.path).parent} | head -15',
+                ),
+            ),
+            (1, lambda: Step("Let me check the git status before making changes.", "git status")),
+        ]
+        weights = [w for w, _ in options]
+        return r.choices([fn for _, fn in options], weights=weights)[0]()
+
+    def edit(self) -> list[Step]:
+        t = self.target
+        a, b = max(1, t.line - 3), t.line + 12
+        if self.kind == "rename":
+            keyword = "def" if t.kind == "def" else "class"
+            first = Step(
+                f"The definition of `{t.name}` is at line {t.line} of `{t.path}`. I'll rename it in place.",
+                f"sed -i '{t.line}s/{keyword} {t.name}\\b/{keyword} {self.new_name}/' {t.path}",
+            )
+        else:
+            body = t.indent + "    "
+            first = Step(
+                f"`{t.name}` starts at line {t.line}. I'll insert a DeprecationWarning right after the signature line.",
+                f'sed -i \'{t.line}a\\{body}import warnings; warnings.warn("{t.name} is deprecated", '
+                f"DeprecationWarning, stacklevel=2)' {t.path}",
+            )
+        test_path = f"tests/test_{self.name.replace('-', '_')}_{t.name.lower()}.py"
+        subject = self.new_name if self.kind == "rename" else t.name
+        test_src = (
+            f'"""Regression test for {subject}."""\n\n\ndef test_{subject.lower()}_exists():\n'
+            f"    import importlib\n\n    module = importlib.import_module({Path(t.path).with_suffix('').as_posix().replace('/', '.')!r})\n"
+            f"    assert hasattr(module, {subject!r})\n"
+        )
+        return [
+            first,
+            Step("Let me re-read the edited region to verify the change.", f"sed -n '{a},{b}p' {t.path}"),
+            Step("Let me check the diff of my change.", "git diff"),
+            Step(
+                "Now I'll add a small regression test.", f"mkdir -p tests && cat <<'EOF' > {test_path}\n{test_src}EOF"
+            ),
+            Step("Let me verify the test file was written correctly.", f"cat {test_path}"),
+            Step("Let me confirm the working tree has exactly the changes I expect.", "git status"),
+        ]
+
+    def plan(self) -> list[Step]:
+        edit = self.edit()
+        n_explore = max(self.n_turns - len(edit) - 2, 1)
+        steps = [self.orient()]
+        seen = {steps[0].command}
+        for _ in range(n_explore):
+            # An agent rarely repeats a command verbatim; redraw a few times before accepting one.
+            for _ in range(8):
+                step = self.explore()
+                if step.command not in seen:
+                    break
+            seen.add(step.command)
+            steps.append(step)
+        steps += edit
+        steps.append(Step("The change is complete and verified. Submitting.", f"echo {SUBMIT_SENTINEL}"))
+        return steps
+
+
+def action_message(step: Step) -> str:
+    return f"THOUGHT: {step.thought}\n\n```bash\n{step.command}\n```"
+
+
+def _workspace_root() -> str:
+    # A RAM-backed folder keeps thousands of small trees off the disk when the machine has one.
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def record_one(
+    tree: CodeTree, index: TreeIndex, seed: int, i: int, min_turns: int, max_turns: int, sandbox_config: SandboxConfig
+) -> Trajectory:
+    rng = random.Random(f"{seed}:{i}:{tree.repo}")
+    policy = Policy(index, rng, min_turns, max_turns)
+    work = tempfile.mkdtemp(prefix="tw-rec-", dir=_workspace_root())
+    try:
+        repo_dir = materialize(tree, Path(work) / "repo")
+        sandbox = Sandbox(str(repo_dir), sandbox_config)
+        turns = []
+        for step in policy.plan():
+            result = sandbox.run(step.command)
+            normalize_times(repo_dir)
+            turns.append(Turn(action_message(step), OBSERVATION_PREFIX + result.output))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Trajectory(
+        instance_id=f"{tree.repo.split('/', 1)[1]}-{i}",
+        repo=tree.repo,
+        system=SYSTEM_PROMPT,
+        task=policy.task(),
+        turns=tuple(turns),
+        format=FORMAT,
+        metadata={"exit_status": "submitted", "source_version": tree.version, "task_kind": policy.kind},
+    )
+
+
+@dataclass(frozen=True)
+class RecordConfig:
+    out: str
+    trajectories: int = 120
+    seed: int = 0
+    shard_size: int = 50
+    min_turns: int = 15
+    max_turns: int = 30
+    workers: int = 0  # 0: one per core
+    timeout_s: float = 10.0
+    max_output_chars: int = 8000  # SWE-ZERO's cap: the first and last half around a truncation note
+
+
+def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
+    """Record `cfg.trajectories` trajectories into jsonl.gz shards plus `manifest.json`.
+
+    Shard k holds trajectories [k*shard_size, (k+1)*shard_size); a shard already on disk is kept,
+    so an interrupted recording resumes. Repositories are visited in a seeded order, all distinct
+    before any repeats."""
+    bwrap_path()
+    trees = discover_code_trees()
+    if not trees:
+        raise InputError("no pure-Python distribution found to use as a code tree")
+    order = list(trees)
+    random.Random(cfg.seed).shuffle(order)
+    indexes: dict[str, TreeIndex] = {}
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    n_shards = (cfg.trajectories + cfg.shard_size - 1) // cfg.shard_size
+    half = cfg.max_output_chars // 2
+    sandbox_config = SandboxConfig(timeout_s=cfg.timeout_s, head_chars=half, tail_chars=cfg.max_output_chars - half)
+    workers = cfg.workers or os.cpu_count() or 1
+    shards = []
+
+    def job(i: int) -> Trajectory:
+        tree = order[i % len(order)]
+        return record_one(tree, indexes[tree.repo], cfg.seed, i, cfg.min_turns, cfg.max_turns, sandbox_config)
+
+    with tqdm(total=cfg.trajectories, desc="record", unit="traj") as bar, ThreadPoolExecutor(workers) as pool:
+        for k in range(n_shards):
+            ids = range(k * cfg.shard_size, min((k + 1) * cfg.shard_size, cfg.trajectories))
+            path = out / f"shard-{k:05d}-of-{n_shards:05d}.jsonl.gz"
+            if not path.exists():
+                for i in ids:
+                    tree = order[i % len(order)]
+                    indexes.setdefault(tree.repo, TreeIndex.build(tree))
+                with atomic_jsonl(str(path)) as f:
+                    for traj in pool.map(job, ids):
+                        f.write(dumps_row(traj.to_swe_zero_row()))
+                        bar.update(1)
+            else:
+                bar.update(len(ids))
+            shards.append(
+                {"path": path.name, "trajectories": len(ids), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            )
+    repos = sorted({order[i % len(order)].repo for i in range(cfg.trajectories)})
+    manifest = {
+        "format": FORMAT,
+        "config": {k: v for k, v in vars(cfg).items() if k != "out"},
+        "trajectories": cfg.trajectories,
+        "repos": len(repos),
+        "shards": shards,
+        "code_trees": {t.repo: t.version for t in trees if t.repo in set(repos)},
+    }
+    write_json(str(out / "manifest.json"), manifest)
+    return manifest

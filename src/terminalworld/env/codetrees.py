@@ -1,0 +1,104 @@
+"""Real source trees available offline: the pure-Python distributions installed beside us.
+
+Each distribution becomes one repository, `pypi/<name>`: its importable files copied into a fresh
+git repository with one commit whose author, dates and file times are fixed, so the same
+distribution always gives the same tree, hashes and listings. The uv lock pins the versions.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+FIXED_EPOCH = 1704067200  # 2024-01-01T00:00:00Z: every file time in a recorded tree
+_GIT_ENV = {
+    "GIT_AUTHOR_NAME": "terminalworld",
+    "GIT_AUTHOR_EMAIL": "terminalworld@example.invalid",
+    "GIT_COMMITTER_NAME": "terminalworld",
+    "GIT_COMMITTER_EMAIL": "terminalworld@example.invalid",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "LC_ALL": "C",
+    "TZ": "UTC",
+}
+_SKIP_PARTS = ("__pycache__", ".dist-info", ".egg-info", ".data")
+_TEXT_SUFFIXES = (".py", ".pyi", ".txt", ".md", ".rst", ".cfg", ".toml", ".json", ".ini", ".typed", ".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class CodeTree:
+    repo: str
+    version: str
+    files: tuple[tuple[Path, str], ...]  # (source path, path inside the repo)
+
+    @property
+    def py_files(self) -> list[str]:
+        return [rel for _, rel in self.files if rel.endswith(".py")]
+
+
+def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: int = 4 << 20) -> list[CodeTree]:
+    """Pure-Python distributions of this environment (no compiled extension), sorted by name."""
+    trees: dict[str, CodeTree] = {}
+    for dist in md.distributions():
+        name = dist.metadata["Name"]
+        if not name or dist.files is None:
+            continue
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in trees or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in dist.files):
+            continue
+        files = []
+        size = 0
+        for f in dist.files:
+            rel = str(f)
+            if rel.startswith("..") or any(p in rel for p in _SKIP_PARTS) or not rel.endswith(_TEXT_SUFFIXES):
+                continue
+            src = Path(dist.locate_file(f))
+            if src.is_file():
+                files.append((src, rel))
+                size += src.stat().st_size
+        if (
+            sum(rel.endswith(".py") for _, rel in files) >= min_py_files
+            and len(files) <= max_files
+            and size <= max_bytes
+        ):
+            trees[key] = CodeTree(f"pypi/{key}", dist.version, tuple(sorted(files, key=lambda x: x[1])))
+    return [trees[k] for k in sorted(trees)]
+
+
+def git(repo_dir: str | Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo_dir, env={**os.environ, **_GIT_ENV}, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def normalize_times(root: str | Path) -> None:
+    """Set every file time under `root` to FIXED_EPOCH, so listings do not depend on the clock."""
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(folder, name)
+            if not os.path.islink(p):
+                os.utime(p, (FIXED_EPOCH, FIXED_EPOCH))
+        os.utime(folder, (FIXED_EPOCH, FIXED_EPOCH))
+
+
+def materialize(tree: CodeTree, dest: str | Path) -> Path:
+    """Copy `tree` into `dest` as a git repository with one fixed commit. Files are created in
+    sorted order so directory listings of order-preserving file systems are reproducible."""
+    dest = Path(dest)
+    dest.mkdir(parents=True)
+    for src, rel in tree.files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+    git(dest, "init", "-q", "-b", "main")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", f"Import {tree.repo.split('/', 1)[1]} {tree.version}")
+    normalize_times(dest)
+    return dest

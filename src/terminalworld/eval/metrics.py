@@ -1,0 +1,126 @@
+"""The seeds' probe table, computed from scorer outputs (one JSONL per checkpoint).
+
+For each checkpoint: token-weighted PPL, median and mean per-trajectory PPL, trajectories with
+PPL > 10, the worst trajectory; against the base: "beats base on N of M"; against a reference:
+"degrades on N of M"; length buckets (≤ 20, 21–200, > 200 target tokens: median PPL and share of
+tokens); the share of the aggregate change vs base carried by the top-5 trajectories; and
+bootstrap 95 % intervals (paired resampling of trajectories) for the median and token-weighted PPL.
+Only trajectories scored by every checkpoint are compared, so only the weights differ.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from terminalworld.errors import ResultsError
+
+BUCKETS = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, math.inf))
+
+
+@dataclass
+class Results:
+    name: str
+    path: str
+    rows: dict[str, dict[str, Any]]  # instance_id -> scored row
+    summary: dict[str, Any]
+
+
+def read_results(path: str) -> Results:
+    rows, summary = {}, None
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ResultsError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+            if row.get("_summary"):
+                summary = row
+            elif "skipped" not in row:
+                rows[row["instance_id"]] = row
+    if summary is None:
+        raise ResultsError(f"{path}: no summary row; the scoring run did not finish (rerun it to resume)")
+    return Results(summary.get("model_name") or path, path, rows, summary)
+
+
+def token_weighted_ppl(sum_nll: np.ndarray, n: np.ndarray) -> float:
+    return float(math.exp(sum_nll.sum() / n.sum()))
+
+
+def bootstrap_ci(values: dict[str, np.ndarray], stat, n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile interval of `stat(**resampled)` over trajectories resampled with replacement."""
+    rng = np.random.default_rng(seed)
+    m = len(next(iter(values.values())))
+    idx = rng.integers(0, m, size=(n_boot, m))
+    stats = np.array([stat(**{k: v[i] for k, v in values.items()}) for i in idx])
+    lo, hi = np.percentile(stats, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, reference: Results | None) -> dict[str, Any]:
+    ppl = np.array([r.rows[i]["ppl"] for i in ids])
+    s = np.array([r.rows[i]["sum_nll"] for i in ids])
+    n = np.array([r.rows[i]["n_target_tokens"] for i in ids], dtype=np.float64)
+    worst = max(ids, key=lambda i: r.rows[i]["ppl"])
+    out: dict[str, Any] = {
+        "name": r.name,
+        "n": len(ids),
+        "tokens": int(n.sum()),
+        "token_weighted_ppl": token_weighted_ppl(s, n),
+        "median_ppl": float(np.median(ppl)),
+        "mean_ppl": float(ppl.mean()),
+        "n_ppl_gt_10": int((ppl > 10).sum()),
+        "worst": {
+            "instance_id": worst,
+            "repo": r.rows[worst].get("repo"),
+            "ppl": r.rows[worst]["ppl"],
+            "n_target_tokens": r.rows[worst]["n_target_tokens"],
+        },
+        "median_ppl_ci95": bootstrap_ci({"ppl": ppl}, lambda ppl: np.median(ppl)),
+        "token_weighted_ppl_ci95": bootstrap_ci({"s": s, "n": n}, lambda s, n: math.exp(s.sum() / n.sum())),
+        "buckets": {},
+    }
+    for label, lo, hi in BUCKETS:
+        sel = (n >= lo) & (n <= hi)
+        out["buckets"][label] = {
+            "n": int(sel.sum()),
+            "median_ppl": float(np.median(ppl[sel])) if sel.any() else None,
+            "token_share": float(n[sel].sum() / n.sum()),
+        }
+    if base is not None and base is not r:
+        b_ppl = np.array([base.rows[i]["ppl"] for i in ids])
+        b_s = np.array([base.rows[i]["sum_nll"] for i in ids])
+        out["beats_base"] = int((ppl < b_ppl).sum())
+        change = s - b_s  # per-trajectory change in summed NLL: what moves the token-weighted PPL
+        total = change.sum()
+        top5 = np.sort(np.abs(change))[::-1][:5].sum()
+        out["top5_share_of_change_vs_base"] = float(top5 / np.abs(change).sum()) if np.abs(change).sum() else 0.0
+        out["aggregate_nll_change_vs_base"] = float(total)
+    if reference is not None and reference is not r:
+        ref_ppl = np.array([reference.rows[i]["ppl"] for i in ids])
+        out["degrades_vs_reference"] = int((ppl > ref_ppl).sum())
+    return out
+
+
+def compare(results: list[Results], base: str, reference: str | None = None) -> dict[str, Any]:
+    by_name = {r.name: r for r in results}
+    if len(by_name) != len(results):
+        raise ResultsError("two result files carry the same model name; pass distinct --model-name when scoring")
+    if base not in by_name:
+        raise ResultsError(f"--base {base!r} is not one of {sorted(by_name)}")
+    if reference is not None and reference not in by_name:
+        raise ResultsError(f"--reference {reference!r} is not one of {sorted(by_name)}")
+    common = sorted(set.intersection(*(set(r.rows) for r in results)))
+    if not common:
+        raise ResultsError("no trajectory was scored by every checkpoint")
+    b, ref = by_name[base], by_name.get(reference) if reference else None
+    return {
+        "base": base,
+        "reference": reference,
+        "n_common": len(common),
+        "checkpoints": [checkpoint_metrics(r, common, b, ref) for r in results],
+    }

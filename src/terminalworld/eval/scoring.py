@@ -1,0 +1,348 @@
+"""Env-token perplexity of a model on held-out rows: the world-model probe's scorer.
+
+Span (DESIGN.md, "Env-token scoring"): the tokens of the target observation's content after the
+literal prefix `Observation: `, by the same last-character ownership rule as the loss masks, plus
+its end-of-turn token. The conversation is rendered and tokenized once; the span is never derived
+by subtracting the length of a prefix render (Qwen3's template renders the last assistant turn
+differently when it is last, which shifts such a window).
+
+Agent mode renders the agent conversation; sim mode the seeds' dedicated-simulator framing. Both
+put the same target text in the same kind of slot, so a row has the same target tokens in both.
+
+Speed: the model body runs once per row; the LM head and a float32 log-softmax run only at the
+positions that predict span tokens, a chunk at a time (the seeds' script computed full-vocabulary
+logits at every position). `all_depths` scores every observation of the row in the same forward.
+On CPU rows go one per forward (the matmuls are already large); on GPU and with vLLM they are
+batched, longest first.
+
+Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
+the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
+`{"_summary": true, ...}` row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from terminalworld.core.records import atomic_jsonl, dumps_row
+from terminalworld.core.render import SIM_SYSTEM_PROMPT, Rendered, Renderer
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn, command_family, extract_command
+from terminalworld.corpus.sampling import read_heldout
+from terminalworld.errors import InputError
+
+Mode = Literal["agent", "sim"]
+
+
+def heldout_trajectory(row: dict[str, Any]) -> Trajectory:
+    """A held-out row as a trajectory: the prefix pairs, then the target pair."""
+    turns = (*tuple(Turn(c, e) for c, e in row["prefix"]), Turn(row["target_cmd"], row["target_env"]))
+    return Trajectory(row["instance_id"], row.get("repo"), row.get("system"), row["task"], turns, "heldout")
+
+
+@dataclass(frozen=True)
+class Span:
+    depth: int  # 1-based index of the observation in the trajectory
+    positions: np.ndarray  # token indices of the span (each predicted from the position before it)
+    family: str
+    chars: int
+
+
+def observation_spans(r: Rendered, traj: Trajectory, all_depths: bool) -> list[Span]:
+    """Token spans of the target observation (or of every observation), by the ownership rule
+    with the `Observation: ` prefix excluded."""
+    ends = r.offsets[:, 1] - 1
+    spans = []
+    for i, m in enumerate(r.messages):
+        if m.kind != "observation" or (not all_depths and m.turn != len(traj.turns) - 1):
+            continue
+        start, _ = r.spans[i]
+        skip = len(OBSERVATION_PREFIX) if m.content.startswith(OBSERVATION_PREFIX) else 0
+        positions = np.flatnonzero((r.owner == i) & (ends >= start + skip))
+        turn = traj.turns[m.turn]
+        spans.append(Span(m.turn + 1, positions, command_family(extract_command(turn.action)), len(m.content) - skip))
+    return spans
+
+
+# Span positions per head call: bounds the float32 logits to HEAD_CHUNK x vocabulary floats (100 MB
+# for SmolLM2, 311 MB for Qwen3) however many tokens --all-depths scores.
+HEAD_CHUNK = 512
+
+
+class HFScorer:
+    """Transformers/torch: the body once, then head + float32 log-softmax at span positions only."""
+
+    def __init__(self, model, device: str = "cpu"):
+        import torch
+
+        self.torch = torch
+        self.model = model.eval().to(device)
+        self.device = device
+        self.body = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
+        self.head = model.get_output_embeddings()
+        self.max_len = getattr(model.config, "max_position_embeddings", None)
+
+    def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """log p(token[p] | tokens[:p]) at each row's positions (each p >= 1), several rows in one
+        forward. Rows are right-padded: under causal attention a real
+        token never sees the padding after it, so no attention mask is needed."""
+        torch = self.torch
+        width = max(len(ids) for ids, _ in items)
+        batch = np.zeros((len(items), width), dtype=np.int64)
+        for b, (ids, _) in enumerate(items):
+            batch[b, : len(ids)] = ids
+        with torch.inference_mode():
+            ids = torch.as_tensor(batch, device=self.device)
+            hidden = self.body(input_ids=ids, use_cache=False).last_hidden_state
+            out = []
+            for b, (_, positions) in enumerate(items):
+                pos = torch.as_tensor(positions, dtype=torch.long, device=self.device)
+                parts = []
+                for p in pos.split(HEAD_CHUNK):
+                    logp = torch.log_softmax(self.head(hidden[b, p - 1]).float(), dim=-1)
+                    parts.append(logp.gather(1, ids[b, p][:, None])[:, 0])
+                out.append(torch.cat(parts).double().cpu().numpy())
+            return out
+
+
+class VLLMScorer:
+    """vLLM `prompt_logprobs`, indexing the observed token at every position (the seeds' attempt
+    read the rank-1 entry, i.e. the argmax token's log-probability)."""
+
+    def __init__(self, model_path: str, dtype: str, max_len: int | None = None):
+        try:
+            from vllm import LLM, SamplingParams
+        except ImportError as e:
+            raise InputError("the vllm backend needs the optional extra: uv sync --extra gpu") from e
+        from terminalworld.core.assets import hf_folder
+
+        # A GGUF file is served as its HF conversion, the same weights the HF backend scores.
+        self.llm = LLM(
+            model=hf_folder(model_path, "model"), dtype=dtype, max_model_len=max_len, enable_prefix_caching=False
+        )
+        self.params = SamplingParams(max_tokens=1, prompt_logprobs=0)
+        self.max_len = self.llm.llm_engine.model_config.max_model_len
+
+    def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        from vllm.inputs import TokensPrompt
+
+        prompts = [TokensPrompt(prompt_token_ids=ids.tolist()) for ids, _ in items]
+        outs = self.llm.generate(prompts, self.params, use_tqdm=False)
+        return [
+            observed_logprobs(o.prompt_logprobs, ids, positions)
+            for o, (ids, positions) in zip(outs, items, strict=False)
+        ]
+
+
+def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The observed tokens' log-probabilities from vLLM's `prompt_logprobs`, where entry p maps
+    token ids to `Logprob`s for position p and always holds the token at p, whatever its rank."""
+    return np.array([prompt_logprobs[p][int(ids[p])].logprob for p in positions], dtype=np.float64)
+
+
+def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
+    n = len(logprobs)
+    s = float(-logprobs.sum())
+    mean = s / n if n else float("nan")
+    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else float("nan")}
+
+
+@dataclass(frozen=True)
+class ScoreConfig:
+    model_path: str
+    heldout: str
+    out_path: str
+    mode: Mode = "agent"
+    model_name: str | None = None
+    chat_template_from: str | None = None
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    device: Literal["cpu", "cuda"] = "cpu"
+    all_depths: bool = False
+    backend: Literal["hf", "vllm"] = "hf"
+    sim_prompt: str = SIM_SYSTEM_PROMPT
+    batch_tokens: int = 65536  # GPU: padded tokens per forward
+    cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/terminalworld/models"))
+
+
+def _done_rows(path: str) -> dict[str, dict[str, Any]]:
+    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
+    done: dict[str, dict[str, Any]] = {}
+    for p in (path, path + ".partial"):
+        if os.path.exists(p):
+            with open(p, encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut by an interrupted write is scored again
+                    if not row.get("_summary"):
+                        done[row["instance_id"]] = row
+    return done
+
+
+def score_rows(
+    cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]], done: dict[str, dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """Scored rows as they finish (in batches, longest first, on GPU and vLLM; one by one in input
+    order on CPU)."""
+    from tqdm import tqdm
+
+    pending = []
+    for row in rows:
+        if row["instance_id"] in done:
+            continue
+        traj = heldout_trajectory(row)
+        r = renderer.render(traj)
+        base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
+        if scorer.max_len is not None and len(r.input_ids) > scorer.max_len:
+            yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
+            continue
+        spans = observation_spans(r, traj, cfg.all_depths)
+        pending.append((base, r.input_ids, spans))
+    batched = cfg.device == "cuda" or cfg.backend == "vllm"  # on CPU one row per forward is fastest
+    if batched:
+        pending.sort(key=lambda p: -len(p[1]))
+    with tqdm(total=len(pending), desc=f"score {cfg.mode}", unit="traj") as bar:
+        for batch in _batches(pending, cfg.batch_tokens if batched else 0):
+            items = [(ids, np.concatenate([s.positions for s in spans])) for _, ids, spans in batch]
+            for (base, _, spans), logprobs in zip(batch, scorer.batch_logprobs(items), strict=False):
+                yield _row(base, spans, logprobs, cfg.all_depths)
+            bar.update(len(batch))
+
+
+def _batches(pending: list, token_budget: int) -> Iterator[list]:
+    """Consecutive groups whose padded size (rows x longest) stays within the budget; 0: one row each."""
+    batch: list = []
+    for item in pending:
+        if batch and (len(batch) + 1) * max(len(item[1]), len(batch[0][1])) > token_budget:
+            yield batch
+            batch = []
+        batch.append(item)
+    if batch:
+        yield batch
+
+
+def _row(base: dict[str, Any], spans: list[Span], logprobs: np.ndarray, all_depths: bool) -> dict[str, Any]:
+    parts, k = [], 0
+    for s in spans:
+        parts.append((s, logprobs[k : k + len(s.positions)]))
+        k += len(s.positions)
+    target, target_lp = parts[-1]
+    out = {**base, **span_stats(target_lp), "target_chars": target.chars, "target_family": target.family}
+    if all_depths:
+        out["depths"] = [{"depth": s.depth, "family": s.family, **span_stats(lp)} for s, lp in parts]
+    return out
+
+
+def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> dict[str, Any]:
+    scored = [r for r in rows if "skipped" not in r]
+    ppls = np.array([r["ppl"] for r in scored], dtype=np.float64)
+    tokens = sum(r["n_target_tokens"] for r in scored)
+    total = sum(r["sum_nll"] for r in scored)
+    worst = max(scored, key=lambda r: r["ppl"], default=None)
+    return {
+        "_summary": True,
+        "model_name": model_name,
+        "model_path": cfg.model_path,
+        "mode": cfg.mode,
+        "n_trajectories": len(rows),
+        "n_scored": len(scored),
+        "n_skipped": len(rows) - len(scored),
+        "total_target_tokens": tokens,
+        "total_sum_nll": total,
+        "mean_nll_per_token": total / tokens if tokens else None,
+        "ppl": math.exp(total / tokens) if tokens else None,
+        "median_ppl": float(np.median(ppls)) if len(ppls) else None,
+        "mean_ppl": float(ppls.mean()) if len(ppls) else None,
+        "n_ppl_gt_10": int((ppls > 10).sum()),
+        "worst": None if worst is None else {k: worst[k] for k in ("instance_id", "repo", "ppl", "n_target_tokens")},
+        "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
+    }
+
+
+def local_model_path(path: str, cache_dir: str) -> str:
+    """A local folder (or GGUF file) for a model path: local as is, gs:// (or any fsspec URL)
+    downloaded once into the cache, an HF id only if already in the local HF cache; the embedded
+    assets (`smollm2`, and `qwen3` for a tokenizer or chat template) by name."""
+    from terminalworld.core.assets import QWEN3, SMOLLM2, smollm2_gguf
+
+    if path == SMOLLM2:
+        return smollm2_gguf()
+    if path == QWEN3 or os.path.exists(path):
+        return path
+    if "://" in path:
+        return _download(path, cache_dir)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(path, local_files_only=True)
+    except Exception as e:
+        raise InputError(
+            f"model {path!r} is not a local folder, a URL, or an HF id in the local cache ({type(e).__name__})"
+        ) from None
+
+
+def _download(url: str, cache_dir: str) -> str:
+    """A remote checkpoint folder, fetched once into the cache."""
+    from fsspec.core import url_to_fs
+
+    from terminalworld.core.assets import build_once
+
+    fs, remote = url_to_fs(url)
+    dest = os.path.join(cache_dir, hashlib.sha256(url.encode()).hexdigest()[:16])
+    if not os.path.exists(os.path.join(dest, ".complete")) and not fs.isdir(remote):
+        raise InputError(f"model {url!r}: no checkpoint folder there")
+    return build_once(dest, lambda out: fs.get(remote.rstrip("/") + "/", out + "/", recursive=True))
+
+
+def load_hf_model(path: str, dtype: str):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from terminalworld.core.assets import hf_folder
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+
+
+def score(cfg: ScoreConfig) -> dict[str, Any]:
+    from terminalworld.core.assets import load_tokenizer
+
+    rows = read_heldout(cfg.heldout)
+    if len({r["instance_id"] for r in rows}) != len(rows):
+        raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
+    path = local_model_path(cfg.model_path, cfg.cache_dir)
+    tokenizer = load_tokenizer(path)
+    template = (
+        load_tokenizer(local_model_path(cfg.chat_template_from, cfg.cache_dir)).chat_template
+        if cfg.chat_template_from
+        else None
+    )
+    renderer = Renderer(tokenizer, chat_template=template, view=cfg.mode, sim_prompt=cfg.sim_prompt)
+    if cfg.backend == "vllm":
+        scorer = VLLMScorer(path, cfg.dtype)
+    else:
+        scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+    done = _done_rows(cfg.out_path)
+    os.makedirs(os.path.dirname(os.path.abspath(cfg.out_path)), exist_ok=True)
+    with open(cfg.out_path + ".partial", "a", encoding="utf-8") as partial:
+        for out in score_rows(cfg, scorer, renderer, rows, done):
+            partial.write(dumps_row(out))
+            partial.flush()
+            os.fsync(partial.fileno())
+            done[out["instance_id"]] = out
+    results = [done[r["instance_id"]] for r in rows]
+    summary = summarize(results, cfg, cfg.model_name or os.path.basename(cfg.model_path.rstrip("/")))
+    with atomic_jsonl(cfg.out_path) as f:
+        for out in results:
+            f.write(dumps_row(out))
+        f.write(dumps_row(summary))
+    os.unlink(cfg.out_path + ".partial")
+    return summary

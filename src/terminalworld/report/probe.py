@@ -1,0 +1,135 @@
+"""`terminalworld compare`: the probe table as Markdown, JSON and plots."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from terminalworld.core.records import atomic_output, write_json
+from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
+
+
+def _f(x: float | None, nd: int = 2) -> str:
+    return "—" if x is None else f"{x:.{nd}f}"
+
+
+def markdown(table: dict[str, Any]) -> str:
+    cps = table["checkpoints"]
+    m = table["n_common"]
+    lines = [
+        f"# World-model probe: env-token PPL on {m} held-out trajectories",
+        "",
+        f"Base: `{table['base']}`" + (f"; reference: `{table['reference']}`" if table["reference"] else ""),
+        "",
+        "| checkpoint | token-weighted PPL [95% CI] | median PPL [95% CI] | mean PPL | PPL > 10 | worst (repo) | beats base | degrades vs ref | top-5 share of change |",
+        "|---|---|---|---:|---:|---|---:|---:|---:|",
+    ]
+    for c in cps:
+        tw, md = c["token_weighted_ppl_ci95"], c["median_ppl_ci95"]
+        worst = c["worst"]
+        lines.append(
+            f"| {c['name']} | {_f(c['token_weighted_ppl'])} [{_f(tw[0])}, {_f(tw[1])}] | {_f(c['median_ppl'])} "
+            f"[{_f(md[0])}, {_f(md[1])}] | {_f(c['mean_ppl'])} | {c['n_ppl_gt_10']} | {_f(worst['ppl'], 1)} "
+            f"({worst['repo']}) | {_bn(c.get('beats_base'), m)} | {_bn(c.get('degrades_vs_reference'), m)} | "
+            f"{_pct(c.get('top5_share_of_change_vs_base'))} |"
+        )
+    lines += [
+        "",
+        "Length buckets (target tokens): median PPL / share of scored tokens",
+        "",
+        "| checkpoint | " + " | ".join(label for label, *_ in BUCKETS) + " |",
+        "|---|" + "---|" * len(BUCKETS),
+    ]
+    for c in cps:
+        cells = [
+            f"{_f(c['buckets'][label]['median_ppl'])} / {c['buckets'][label]['token_share']:.0%} (n={c['buckets'][label]['n']})"
+            for label, *_ in BUCKETS
+        ]
+        lines.append(f"| {c['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _bn(x: int | None, m: int) -> str:
+    return "—" if x is None else f"{x} of {m}"
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
+def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ids = sorted(set.intersection(*(set(r.rows) for r in results)))
+    written = []
+    fig, ax = plt.subplots(figsize=(1.6 * len(results) + 2, 4))
+    data = [np.log10([r.rows[i]["ppl"] for i in ids]) for r in results]
+    ax.boxplot(data, showfliers=False)
+    for k, d in enumerate(data, start=1):
+        ax.scatter(np.random.default_rng(k).normal(k, 0.05, len(d)), d, s=8, alpha=0.6)
+    ax.set_xticks(range(1, len(results) + 1), [r.name for r in results], rotation=20)
+    ax.set_ylabel("log10 per-trajectory PPL")
+    ax.set_title("Per-trajectory env-token PPL")
+    written.append(_save(fig, out, "ppl_distribution.png"))
+
+    base = next(r for r in results if r.name == table["base"])
+    others = [r for r in results if r is not base]
+    if others:
+        fig, ax = plt.subplots(figsize=(5, 5))
+        b = np.array([base.rows[i]["ppl"] for i in ids])
+        for r in others:
+            ax.scatter(b, [r.rows[i]["ppl"] for i in ids], s=10, alpha=0.7, label=r.name)
+        lim = [min(ax.get_xlim()[0], ax.get_ylim()[0]), max(ax.get_xlim()[1], ax.get_ylim()[1])]
+        ax.plot(lim, lim, "k--", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(f"{base.name} PPL")
+        ax.set_ylabel("checkpoint PPL")
+        ax.set_title("Paired per-trajectory PPL (below the diagonal: better than base)")
+        ax.legend(fontsize=8)
+        written.append(_save(fig, out, "paired_vs_base.png"))
+
+    if any("depths" in row for r in results for row in r.rows.values()):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for r in results:
+            by_depth: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
+            for i in ids:
+                for d in r.rows[i].get("depths", []):
+                    by_depth[d["depth"]][0] += d["sum_nll"]
+                    by_depth[d["depth"]][1] += d["n_target_tokens"]
+            depths = sorted(k for k, (s, n) in by_depth.items() if n)
+            ax.plot(depths, [np.exp(by_depth[k][0] / by_depth[k][1]) for k in depths], "o-", label=r.name)
+        ax.set_xlabel("observation depth (turn)")
+        ax.set_ylabel("token-weighted PPL")
+        ax.set_title("Env-token PPL by depth")
+        ax.legend(fontsize=8)
+        written.append(_save(fig, out, "depth_curves.png"))
+    return written
+
+
+def _save(fig, out: str, name: str) -> str:
+    import matplotlib.pyplot as plt
+
+    path = os.path.join(out, name)
+    fig.tight_layout()
+    with atomic_output(path) as f:
+        fig.savefig(f, format="png", dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_comparison(paths: list[str], base: str, reference: str | None, out: str) -> dict[str, Any]:
+    results = [read_results(p) for p in paths]
+    table = compare(results, base, reference)
+    os.makedirs(out, exist_ok=True)
+    write_json(os.path.join(out, "metrics.json"), table)
+    with atomic_output(os.path.join(out, "report.md")) as f:
+        f.write(markdown(table).encode())
+    table["plots"] = plots(results, table, out)
+    return table

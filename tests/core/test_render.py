@@ -1,0 +1,280 @@
+"""The renderer against an independent, character-by-character implementation of the rule."""
+
+import bisect
+import json
+
+import numpy as np
+import pytest
+
+from terminalworld.core.assets import load_tokenizer
+from terminalworld.core.formats import load_trajectories, to_trajectory
+from terminalworld.core.render import ARMS, NOBODY, RenderConfig, Renderer, agent_messages, render_file
+from terminalworld.core.trajectories import harness_spans
+from terminalworld.errors import RenderError
+
+TOKENIZERS = ["qwen3", "smollm2"]
+
+
+def reference_owners(tokenizer, messages, exclude_harness):
+    """The rule spelled out with plain loops: spans by in-order search, one owner per character,
+    then each token by its last character, then one end-of-turn token per message."""
+    text = tokenizer.apply_chat_template([{"role": m.role, "content": m.content} for m in messages], tokenize=False)
+    char_owner = [NOBODY] * len(text)
+    cursor, ends = 0, []
+    for i, m in enumerate(messages):
+        # Both tokenizers use ChatML: an empty content sits right after its "<|im_start|>role\n".
+        at = (
+            text.index(m.content, cursor)
+            if m.content
+            else text.index(f"<|im_start|>{m.role}\n", cursor) + len(m.role) + 13
+        )
+        excluded = set()
+        if exclude_harness and m.kind == "observation":
+            for s, e in harness_spans(m.content):
+                excluded.update(range(s, e))
+        for k in range(len(m.content)):
+            if k not in excluded:
+                char_owner[at + k] = i
+        cursor = at + len(m.content)
+        ends.append(cursor)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    owners = [char_owner[e - 1] if e > s else NOBODY for s, e in enc["offset_mapping"]]
+    starts = [s for s, _ in enc["offset_mapping"]]
+    for i, end in enumerate(ends):
+        j = bisect.bisect_left(starts, end)
+        if j < len(owners) and owners[j] == NOBODY:
+            owners[j] = i
+    roles = [messages[o].role if o != NOBODY else "none" for o in owners]
+    return enc["input_ids"], {
+        "assistant": [r == "assistant" for r in roles],
+        "user": [r == "user" for r in roles],
+        "full": [r in ("assistant", "user") for r in roles],
+    }
+
+
+FIXTURE_FILES = [
+    "adp_swe-zero-12m/sample_raw.json",
+    "mini-swe-agent/github_issue.traj.json",
+    "mini-swe-agent/local.traj.json",
+    "mini-swe-agent_b6984ac5/github_issue.traj.json",
+    "adp-fork_nebius-swe-agent-trajectories/sample_raw.json",
+    "adp_agenttuning_os/sample_raw.json",
+    "adp-fork_mini-coder/sample_raw.json",
+]
+
+
+@pytest.mark.parametrize("tokenizer_name", TOKENIZERS)
+@pytest.mark.parametrize("exclude_harness", [False, True])
+def test_all_arms_equal_the_reference_on_every_token(fixtures, tokenizer_name, exclude_harness):
+    tok = load_tokenizer(tokenizer_name)
+    renderer = Renderer(tok, exclude_harness_text=exclude_harness)
+    n = 0
+    for path in FIXTURE_FILES:
+        for traj in load_trajectories(str(fixtures / path)):
+            r = renderer.render(traj)
+            ids, ref = reference_owners(tok, agent_messages(traj), exclude_harness)
+            assert r.input_ids.tolist() == ids
+            for arm in ARMS:
+                assert r.mask(arm).tolist() == ref[arm], (path, traj.instance_id, arm)
+            n += 1
+    assert n == 17
+
+
+@pytest.mark.parametrize("tokenizer_name", TOKENIZERS)
+def test_sim_view_equals_the_reference(fixtures, tokenizer_name):
+    from terminalworld.core.render import sim_messages
+
+    tok = load_tokenizer(tokenizer_name)
+    for traj in load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json")):
+        r = Renderer(tok, view="sim").render(traj)
+        ids, ref = reference_owners(tok, sim_messages(traj), False)
+        assert r.input_ids.tolist() == ids and all(r.mask(a).tolist() == ref[a] for a in ARMS)
+        assert r.messages[1].content.startswith(f"Task context:\n{traj.task}\n\nCommand:\nfind . -type f")
+        assert [m.role for m in r.messages[1:3]] == ["user", "assistant"] and r.messages[2].kind == "observation"
+
+
+def test_partition_is_exact_and_system_untrained(fixtures):
+    r = Renderer(load_tokenizer("qwen3")).render(
+        load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json"))[0]
+    )
+    a, b, c = (r.mask(x) for x in ("assistant", "full", "user"))
+    assert not (a & c).any() and np.array_equal(a | c, b)
+    sys_tokens = r.owner == 0
+    assert sys_tokens.sum() > 600 and not b[sys_tokens].any()
+    # Every observation's end-of-turn token is trained in the user arm.
+    im_end = load_tokenizer("qwen3").convert_tokens_to_ids("<|im_end|>")
+    ends = np.flatnonzero(r.input_ids == im_end)
+    assert len(ends) == 32 and not b[ends[0]] and c[ends[1::2]].all() and a[ends[2::2]].all()
+
+
+def test_header_newline_merged_with_content_newline_goes_to_the_content():
+    tok = load_tokenizer("qwen3")
+    traj = to_trajectory(
+        {
+            "instance_id": "nl",
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "\nleading newline"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "Observation: x"},
+            ],
+        },
+        "nl",
+    )
+    r = Renderer(tok).render(traj)
+    merged = next(i for i, (s, e) in enumerate(r.offsets.tolist()) if r.text[s:e] == "\n\n")
+    assert r.owner[merged] == 1 and r.mask("user")[merged]
+
+
+def test_qwen3_think_block_on_a_final_assistant_turn_is_scaffolding():
+    tok = load_tokenizer("qwen3")
+    traj = to_trajectory(
+        {
+            "instance_id": "t",
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "task"},
+                {"role": "assistant", "content": "THOUGHT: go\n\n```bash\nls\n```"},
+            ],
+        },
+        "t",
+    )
+    r = Renderer(tok).render(traj)
+    assert "<think>\n\n</think>\n\n" in r.text
+    think = [i for i, (s, e) in enumerate(r.offsets.tolist()) if "think>" in r.text[s:e]]
+    assert think and all(r.owner[i] == NOBODY for i in think)
+    owned = "".join(r.text[s:e] for (s, e), o in zip(r.offsets.tolist(), r.owner, strict=False) if o == 2)
+    assert owned == "THOUGHT: go\n\n```bash\nls\n```<|im_end|>"
+
+
+def test_empty_observation_owns_its_end_of_turn_token(fixtures):
+    traj = load_trajectories(str(fixtures / "mini-swe-agent/local.traj.json"))[0]
+    assert traj.turns[-1].observation == ""
+    r = Renderer(load_tokenizer("qwen3")).render(traj)
+    last = len(r.messages) - 1
+    owned = [r.text[s:e] for (s, e), o in zip(r.offsets.tolist(), r.owner, strict=False) if o == last]
+    assert owned == ["<|im_end|>"]
+
+
+def test_template_that_rewrites_content_fails_naming_the_message(fixtures):
+    nemotron = load_trajectories(str(fixtures / "adp_nemotron-terminal-corpus/sample_raw.json"))[0]
+    with pytest.raises(RenderError, match=r"message 1 \(assistant, action\).*strips <think> reasoning"):
+        Renderer(load_tokenizer("qwen3")).render(nemotron)
+    trimming = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content | trim }}<|im_end|>\n{% endfor %}"
+    traj = load_trajectories(str(fixtures / "mini-swe-agent/local.traj.json"))[0]
+    with pytest.raises(RenderError, match="trims whitespace"):
+        Renderer(load_tokenizer("qwen3"), chat_template=trimming).render(traj)
+
+
+def test_custom_verbatim_template_and_smollm2_chatml(fixtures):
+    plain = "{% for m in messages %}### {{ m.role }}:\n{{ m.content }}\n\n{% endfor %}"
+    traj = load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json"))[0]
+    r = Renderer(load_tokenizer("smollm2"), chat_template=plain).render(traj)
+    r.check_partition()
+    # Without an end-of-turn token, each message owns the first token of the next header.
+    assert r.mask("full").sum() > r.mask("user").sum() > r.mask("assistant").sum() > 0
+
+
+def test_exclude_harness_text_drops_only_the_prefix(fixtures):
+    tok = load_tokenizer("qwen3")
+    traj = load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json"))[0]
+    full, echo = Renderer(tok).render(traj), Renderer(tok, exclude_harness_text=True).render(traj)
+    dropped = full.mask("user") & ~echo.mask("user")
+    text = "".join(full.text[s:e] for (s, e), d in zip(full.offsets.tolist(), dropped, strict=False) if d)
+    assert text == "Observation:" * 15 and np.array_equal(full.mask("assistant"), echo.mask("assistant"))
+
+
+def test_truncation_keeps_masks_aligned_and_is_reported(fixtures, tmp_path):
+    tok = load_tokenizer("qwen3")
+    traj = load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json"))[0]
+    full, cut = Renderer(tok).render(traj), Renderer(tok, max_len=1000).render(traj)
+    assert len(cut.input_ids) == 1000 and cut.truncated_tokens == len(full.input_ids) - 1000
+    for arm in ARMS:
+        assert np.array_equal(cut.mask(arm), full.mask(arm)[:1000])
+    stats = render_file(
+        RenderConfig(
+            tokenizer="qwen3",
+            inputs=str(fixtures / "adp_swe-zero-12m/sample_raw.json"),
+            out=str(tmp_path / "r.jsonl"),
+            arm="full",
+            max_len=1000,
+        )
+    )
+    assert (stats["examples"], stats["truncated_examples"]) == (3, 3) and stats["tokens"] == 3000
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".parquet"])
+def test_render_file_one_row_per_trajectory_in_order(fixtures, tmp_path, suffix):
+    from terminalworld.core.records import iter_records
+
+    src = str(fixtures / "adp-fork_nebius-swe-agent-trajectories/sample_raw.json")
+    out = str(tmp_path / f"rows{suffix}")
+    render_file(RenderConfig(tokenizer="smollm2", inputs=src, out=out, arm="assistant"))
+    rows = [r.value for r in iter_records(out)]
+    trajs = load_trajectories(src)
+    assert [r["instance_id"] for r in rows] == [t.instance_id for t in trajs]
+    r0 = Renderer(load_tokenizer("smollm2")).render(trajs[0])
+    assert list(rows[0]["input_ids"]) == r0.input_ids.tolist()
+    assert list(rows[0]["loss_weights"]) == r0.mask("assistant").astype(int).tolist()
+
+
+def test_nebius_mask_matches_the_datasets_own_per_message_mask(fixtures):
+    """nebius ships `mask: true` on exactly the ai messages: our assistant arm trains exactly
+    the tokens of those messages (plus their end-of-turn tokens)."""
+    raw = json.loads((fixtures / "adp-fork_nebius-swe-agent-trajectories/sample_raw.json").read_text())
+    for rec, traj in zip(
+        raw, load_trajectories(str(fixtures / "adp-fork_nebius-swe-agent-trajectories/sample_raw.json")), strict=False
+    ):
+        r = Renderer(load_tokenizer("qwen3")).render(traj)
+        trained_msgs = sorted({int(o) for o, t in zip(r.owner, r.mask("assistant"), strict=False) if t})
+        masked = [i for i, m in enumerate(rec["trajectory"]) if m["mask"]]
+        assert trained_msgs == masked
+
+
+def test_cli_render_and_show_mask(fixtures, tmp_path):
+    import subprocess
+    import sys
+
+    src = str(fixtures / "mini-swe-agent/local.traj.json")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terminalworld.cli",
+            "show-mask",
+            "--tokenizer",
+            "qwen3",
+            "--in",
+            src,
+            "--arm",
+            "assistant",
+            "--color",
+            "never",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "[[Here be some dummy command:" in out.stdout and "| assistant |" in out.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instance_id": "x", "messages": [{"role": "assistant", "content": "a"}]}\n')
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terminalworld.cli",
+            "render",
+            "--tokenizer",
+            "qwen3",
+            "--arm",
+            "full",
+            "--in",
+            str(bad),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and f"{bad}:1" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "o.jsonl").exists()

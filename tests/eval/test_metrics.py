@@ -1,0 +1,102 @@
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from terminalworld.errors import ResultsError
+from terminalworld.eval.metrics import compare, read_results
+from terminalworld.report.probe.probe import write_comparison
+from tests.conftest import REPO_ROOT
+
+
+def write_results(path, name, rows):
+    """rows: (instance_id, n_target_tokens, mean_nll)"""
+    with open(path, "w") as f:
+        tot_n = tot_s = 0
+        for iid, n, m in rows:
+            f.write(
+                json.dumps(
+                    {
+                        "instance_id": iid,
+                        "repo": f"r/{iid}",
+                        "n_target_tokens": n,
+                        "sum_nll": n * m,
+                        "mean_nll": m,
+                        "ppl": math.exp(m),
+                        "depths": [{"depth": 1, "n_target_tokens": n, "sum_nll": n * m}],
+                    }
+                )
+                + "\n"
+            )
+            tot_n, tot_s = tot_n + n, tot_s + n * m
+        f.write(json.dumps({"instance_id": "long", "skipped": "too long"}) + "\n")
+        f.write(json.dumps({"_summary": True, "model_name": name}) + "\n")
+    return str(path)
+
+
+@pytest.fixture
+def three(tmp_path):
+    ids = [("a", 5, 3.0), ("b", 50, 0.5), ("c", 500, 0.2), ("d", 10, 1.0)]
+    base = write_results(tmp_path / "base.jsonl", "base", ids)
+    better = write_results(tmp_path / "full.jsonl", "full", [(i, n, m / 2) for i, n, m in ids])
+    worse = write_results(
+        tmp_path / "assistant.jsonl", "assistant", [(i, n, m * 1.5) for i, n, m in ids[:3]] + [("d", 10, 0.1)]
+    )
+    return base, better, worse
+
+
+def test_probe_table_values(three):
+    table = compare([read_results(p) for p in three], base="base", reference="full")
+    base, full, asst = table["checkpoints"]
+    assert table["n_common"] == 4
+    tokens = 5 + 50 + 500 + 10
+    assert base["tokens"] == tokens
+    assert base["token_weighted_ppl"] == pytest.approx(math.exp((15 + 25 + 100 + 10) / tokens))
+    assert base["median_ppl"] == pytest.approx((math.exp(0.5) + math.exp(1.0)) / 2)
+    assert base["n_ppl_gt_10"] == 1 and base["worst"]["instance_id"] == "a" and base["worst"]["repo"] == "r/a"
+    assert full["beats_base"] == 4 and asst["beats_base"] == 1
+    assert asst["degrades_vs_reference"] == 3 and "beats_base" not in base
+    assert base["buckets"]["<=20"]["n"] == 2 and base["buckets"][">200"]["token_share"] == pytest.approx(500 / tokens)
+    # full halves every NLL: the change per trajectory is -sum_nll/2; top-5 of 4 trajectories carry all of it.
+    assert full["top5_share_of_change_vs_base"] == pytest.approx(1.0)
+    lo, hi = base["token_weighted_ppl_ci95"]
+    assert lo <= base["token_weighted_ppl"] <= hi and lo < hi
+
+
+def test_compare_cli_writes_report_and_plots(three, tmp_path):
+    out = tmp_path / "cmp"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "terminalworld.cli",
+            "compare",
+            *three,
+            "--base",
+            "base",
+            "--reference",
+            "full",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    assert "| assistant |" in md and "1 of 4" in md and "3 of 4" in md
+    for png in ("ppl_distribution.png", "paired_vs_base.png", "depth_curves.png"):
+        assert (out / png).read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((out / "metrics.json").read_text())["base"] == "base"
+
+
+def test_unfinished_results_and_bad_names_are_clear_errors(three, tmp_path):
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text('{"instance_id": "a", "n_target_tokens": 1, "sum_nll": 1, "mean_nll": 1, "ppl": 2.7}\n')
+    with pytest.raises(ResultsError, match="did not finish"):
+        read_results(str(partial))
+    with pytest.raises(ResultsError, match="--base 'nope'"):
+        write_comparison(list(three), "nope", None, str(tmp_path / "o"))

@@ -1,0 +1,378 @@
+"""The scorer against an independent full-logits implementation of the span rule, on SmolLM2."""
+
+import json
+
+import numpy as np
+import pytest
+
+from terminalworld.core.assets import load_tokenizer
+from terminalworld.core.formats import load_trajectories
+from terminalworld.core.render import SIM_SYSTEM_PROMPT
+from terminalworld.core.trajectories import extract_command
+from terminalworld.corpus.sampling import heldout_row
+from terminalworld.eval.scoring import HFScorer, ScoreConfig, heldout_trajectory, load_hf_model, local_model_path, score
+
+
+@pytest.fixture(scope="module")
+def heldout(fixtures, tmp_path_factory):
+    """Short real held-out rows (SWE-ZERO and mini-swe-agent), so a CPU forward takes a second:
+    context observations are cut to their first 400 characters."""
+    rows = []
+    for k, t in enumerate(load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json"))[1:]):
+        row = heldout_row(t, 3 + k)
+        row["prefix"] = [[c, e[:400]] for c, e in row["prefix"]]
+        rows.append(dict(row, instance_id=f"{row['instance_id']}#{k}"))
+    gh = load_trajectories(str(fixtures / "mini-swe-agent_b6984ac5/github_issue.traj.json"))[0]
+    gh_row = heldout_row(gh, 4)
+    gh_row["prefix"] = [[c, e[:400]] for c, e in gh_row["prefix"]]
+    rows.append(dict(gh_row, instance_id="github_issue", repo="SWE-agent/test-repo"))
+    path = tmp_path_factory.mktemp("heldout") / "heldout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, rows
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return load_hf_model(local_model_path("smollm2", ""), "float32")
+
+
+def scored_rows(path):
+    """A scorer output's rows, without the summary row."""
+    return [json.loads(x) for x in path.read_text().splitlines()][:-1]
+
+
+def reference_messages(row, mode):
+    if mode == "agent":
+        msgs = [{"role": "system", "content": row["system"]}, {"role": "user", "content": row["task"]}]
+        for c, e in [*row["prefix"], [row["target_cmd"], row["target_env"]]]:
+            msgs += [{"role": "assistant", "content": c}, {"role": "user", "content": e}]
+        return msgs
+    pairs = [*row["prefix"], [row["target_cmd"], row["target_env"]]]
+    msgs = [{"role": "system", "content": SIM_SYSTEM_PROMPT}]
+    for k, (c, e) in enumerate(pairs):
+        cmd = extract_command(c) or c
+        text = f"Task context:\n{row['task']}\n\nCommand:\n{cmd}" if k == 0 else f"Command:\n{cmd}"
+        msgs += [{"role": "user", "content": text}, {"role": "assistant", "content": e}]
+    return msgs
+
+
+def reference_score(model, tok, row, mode):
+    """Full logits at every position, float32 log-softmax, span by the last-character rule."""
+    import torch
+
+    msgs = reference_messages(row, mode)
+    text = tok.apply_chat_template(msgs, tokenize=False)
+    start = 0
+    for m in msgs:
+        start = text.index(m["content"], start) + len(m["content"])
+    target = msgs[-1]["content"]
+    cs = start - len(target) + (len("Observation: ") if target.startswith("Observation: ") else 0)
+    ce = start
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    span = [i for i, (s, e) in enumerate(enc["offset_mapping"]) if cs <= e - 1 < ce]
+    span.append(next(i for i, (s, e) in enumerate(enc["offset_mapping"]) if s >= ce))
+    ids = torch.tensor([enc["input_ids"]])
+    with torch.inference_mode():
+        logp = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
+    nll = [-float(logp[p - 1, enc["input_ids"][p]]) for p in span]
+    return len(span), float(np.mean(nll)), [enc["input_ids"][p] for p in span]
+
+
+@pytest.mark.parametrize("mode", ["agent", "sim"])
+def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2, tmp_path, mode, monkeypatch):
+    path, rows = heldout
+    import terminalworld.eval.scoring as scoring
+
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    out = tmp_path / f"{mode}.jsonl"
+    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), mode=mode))
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[-1] == summary and summary["n_scored"] == len(rows) == 3
+    tok = load_tokenizer("smollm2")
+    total_n, total_nll = 0, 0.0
+    for got, row in zip(lines[:-1], rows, strict=False):
+        n, mean, _ = reference_score(smollm2, tok, row, mode)
+        assert got["instance_id"] == row["instance_id"] and got["n_target_tokens"] == n
+        assert abs(got["mean_nll"] - mean) < 2e-3, (got["mean_nll"], mean)
+        total_n, total_nll = total_n + n, total_nll + n * mean
+    assert abs(summary["ppl"] - float(np.exp(total_nll / total_n))) < 2e-3 * summary["ppl"]
+    assert summary["total_target_tokens"] == total_n
+
+
+def test_agent_and_sim_share_the_target_tokens(heldout):
+    _, rows = heldout
+    tok = load_tokenizer("smollm2")
+    for row in rows:
+        agent = reference_score_ids(tok, row, "agent")
+        sim = reference_score_ids(tok, row, "sim")
+        assert agent == sim and len(agent) > 1
+
+
+def reference_score_ids(tok, row, mode):
+    from terminalworld.core.render import Renderer
+    from terminalworld.eval.scoring import observation_spans
+
+    traj = heldout_trajectory(row)
+    r = Renderer(tok, view=mode).render(traj)
+    (span,) = observation_spans(r, traj, all_depths=False)
+    return r.input_ids[span.positions].tolist()
+
+
+def test_prefix_subtraction_shifts_the_window_with_qwen3(heldout):
+    """The seeds' bug, shown on the real Qwen3 template: rendering the prefix (ending on the target
+    command) inserts an empty think block, so `len(prefix)` lands past the true span start."""
+    _, rows = heldout
+    tok = load_tokenizer("qwen3")
+    row = rows[0]
+    msgs = reference_messages(row, "agent")
+    full = tok.apply_chat_template(msgs, tokenize=True, return_dict=False)
+    prefix = tok.apply_chat_template(msgs[:-1], tokenize=True, return_dict=False)
+    full = full["input_ids"] if isinstance(full, dict) else full
+    prefix = prefix["input_ids"] if isinstance(prefix, dict) else prefix
+    ours = reference_score_ids(tok, row, "agent")
+    seeds_window = full[len(prefix) :]
+    assert seeds_window != ours and len(seeds_window) < len(ours) + len("<|im_start|>user\nObservation:")
+
+
+def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypatch):
+    path, _rows = heldout
+    import terminalworld.eval.scoring as scoring
+
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    calls = []
+    real = HFScorer.batch_logprobs
+    monkeypatch.setattr(HFScorer, "batch_logprobs", lambda self, items: calls.extend(items) or real(self, items))
+    out = tmp_path / "agent.jsonl"
+    first = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+    assert len(calls) == 3
+    finished = out.read_text().splitlines()
+    # An interrupted run: one row done and a torn second line, no final file.
+    (tmp_path / "agent.jsonl.partial").write_text(finished[0] + "\n" + finished[1][:20])
+    out.unlink()
+    calls.clear()
+    second = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+    assert len(calls) == 2 and second == first
+    assert out.read_text().splitlines() == finished and not (tmp_path / "agent.jsonl.partial").exists()
+    calls.clear()
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))  # all done: rebuild only
+    assert calls == []
+
+
+def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
+    path, rows = heldout
+    import terminalworld.eval.scoring as scoring
+
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    monkeypatch.setattr(smollm2.config, "max_position_embeddings", 1900)
+    out = tmp_path / "d.jsonl"
+    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), all_depths=True))
+    lines = scored_rows(out)
+    skipped = [x for x in lines if "skipped" in x]
+    assert summary["n_skipped"] == len(skipped) >= 1 and "exceed the model's 1900" in skipped[0]["skipped"]
+    for got, row in zip(lines, rows, strict=False):
+        if "skipped" in got:
+            continue
+        assert [d["depth"] for d in got["depths"]] == list(range(1, len(row["prefix"]) + 2))
+        last = got["depths"][-1]
+        assert (last["n_target_tokens"], last["sum_nll"]) == (got["n_target_tokens"], got["sum_nll"])
+        assert got["target_family"] in {"ls", "find", "grep", "cat", "sed", "git", "edit", "other"}
+
+
+def test_unknown_model_is_a_clear_error(heldout, tmp_path):
+    import subprocess
+    import sys
+
+    path, _ = heldout
+    r = subprocess.run(
+        [
+            sys.executable,
+            "scripts/sim_ppl_eval_hf.py",
+            "--model-path",
+            "nobody/no-such-model",
+            "--mode",
+            "agent",
+            "--heldout",
+            str(path),
+            "--out-path",
+            str(tmp_path / "x.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(__import__("tests.conftest").conftest.REPO_ROOT),
+    )
+    assert r.returncode == 2 and "not a local folder, a URL, or an HF id in the local cache" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_right_padded_batches_equal_single_rows(heldout, smollm2):
+    from terminalworld.core.render import Renderer
+    from terminalworld.eval.scoring import observation_spans
+
+    _, rows = heldout
+    scorer = HFScorer(smollm2)
+    items = []
+    for row in rows[1:]:
+        traj = heldout_trajectory(row)
+        r = Renderer(load_tokenizer("smollm2")).render(traj)
+        (span,) = observation_spans(r, traj, all_depths=False)
+        items.append((r.input_ids, span.positions))
+    assert len(items[0][0]) != len(items[1][0])
+    together = scorer.batch_logprobs(items)
+    for item, got in zip(items, together, strict=False):
+        assert np.allclose(scorer.batch_logprobs([item])[0], got, atol=1e-4)
+
+
+def test_vllm_logprobs_are_read_at_the_observed_token_not_rank_1():
+    """The seeds' vLLM attempt read the rank-1 entry; the observed token is often not the argmax."""
+    from collections import namedtuple
+
+    from terminalworld.eval.scoring import observed_logprobs
+
+    Logprob = namedtuple("Logprob", "logprob rank decoded_token")  # the fields of vllm.sequence.Logprob
+    ids = np.array([11, 7, 5])
+    prompt_logprobs = [None, {3: Logprob(-0.1, 1, "a"), 7: Logprob(-2.5, 4, "b")}, {5: Logprob(-0.2, 1, "c")}]
+    assert observed_logprobs(prompt_logprobs, ids, np.array([1, 2])).tolist() == [-2.5, -0.2]
+
+
+def _installed(module):
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.skipif(_installed("vllm"), reason="vllm is installed: the backend runs instead of failing")
+def test_vllm_backend_without_the_extra_is_a_clear_error(heldout, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    path, _ = heldout
+    r = subprocess.run(
+        [
+            sys.executable,
+            "scripts/sim_ppl_eval_hf.py",
+            "--model-path",
+            "smollm2",
+            "--mode",
+            "agent",
+            "--backend",
+            "vllm",
+            "--heldout",
+            str(path),
+            "--out-path",
+            str(tmp_path / "v.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO_ROOT),
+    )
+    assert r.returncode == 2 and "uv sync --extra gpu" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "v.jsonl").exists()
+
+
+def _gpu():
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.fixture(scope="module")
+def cpu_scores(heldout, smollm2, tmp_path_factory):
+    """The float32 HF rows on CPU, the reference for the GPU backends."""
+    import terminalworld.eval.scoring as scoring
+
+    path, _ = heldout
+    out = tmp_path_factory.mktemp("cpu") / "cpu.jsonl"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+        score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+    return scored_rows(out)
+
+
+def _assert_rows_agree(got_path, reference, tol):
+    got = scored_rows(got_path)
+    for g, ref in zip(got, reference, strict=True):
+        assert g["instance_id"] == ref["instance_id"] and g["n_target_tokens"] == ref["n_target_tokens"]
+        assert abs(g["mean_nll"] - ref["mean_nll"]) < tol, (g["instance_id"], g["mean_nll"], ref["mean_nll"])
+
+
+@pytest.mark.skipif(not _gpu(), reason="needs a CUDA device")
+def test_cuda_length_sorted_batches_agree_with_cpu_float32(heldout, cpu_scores, tmp_path):
+    path, _ = heldout
+    out = tmp_path / "cuda.jsonl"
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), device="cuda", batch_tokens=8192))
+    _assert_rows_agree(out, cpu_scores, 1e-3)
+
+
+@pytest.mark.skipif(not (_gpu() and _installed("vllm")), reason="needs a CUDA device and the gpu extra (vllm)")
+def test_vllm_prompt_logprobs_agree_with_hf_float32(heldout, cpu_scores, tmp_path):
+    path, _ = heldout
+    out = tmp_path / "vllm.jsonl"
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), backend="vllm", dtype="float32"))
+    _assert_rows_agree(out, cpu_scores, 1e-3)
+
+
+def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path):
+    """gs:// folders go through fsspec; the in-memory filesystem exercises the same path."""
+    import os
+    import uuid
+
+    import fsspec
+
+    from terminalworld.core.assets import hf_folder
+    from terminalworld.errors import InputError
+
+    src = hf_folder("smollm2", "tokenizer")
+    files = sorted(n for n in os.listdir(src) if not n.startswith("."))
+    fs = fsspec.filesystem("memory")
+    root = f"/ckpt-{uuid.uuid4().hex}"
+    for name in files:
+        with open(os.path.join(src, name), "rb") as f:
+            fs.pipe(f"{root}/{name}", f.read())
+    url, cache = f"memory://{root}", str(tmp_path / "cache")
+    got = local_model_path(url, cache)
+    assert sorted(os.listdir(got)) == sorted([*files, ".complete"])
+    assert load_tokenizer(got)("ls -la")["input_ids"] == load_tokenizer("smollm2")("ls -la")["input_ids"]
+    fs.rm(root, recursive=True)
+    assert local_model_path(url, cache) == got  # cached: the remote is not read again
+
+    # A folder left by an interrupted download (no completion mark) is fetched again, never used.
+    os.remove(os.path.join(got, ".complete"))
+    open(os.path.join(got, "half-written.bin"), "w").close()
+    fs.pipe(f"{root}/config.json", b"{}")
+    again = local_model_path(url, cache)
+    assert again == got and sorted(os.listdir(again)) == [".complete", "config.json"]
+    with pytest.raises(InputError, match="no checkpoint folder"):
+        local_model_path(f"memory:///nothing-{uuid.uuid4().hex}", cache)
+
+
+def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monkeypatch):
+    """A base model scored with an SFT checkpoint's template renders exactly as that template does."""
+    from transformers import AutoTokenizer
+
+    import terminalworld.eval.scoring as scoring
+    from terminalworld.core.assets import hf_folder
+
+    path, rows = heldout
+    other = AutoTokenizer.from_pretrained(hf_folder("smollm2", "tokenizer"))
+    other.chat_template = (
+        "{% for m in messages %}{{ '### ' + m.role + ':\n' + m.content + '<|im_end|>\n' }}{% endfor %}"
+    )
+    other.save_pretrained(tmp_path / "sft-checkpoint")
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    out, plain = tmp_path / "t.jsonl", tmp_path / "plain.jsonl"
+    score(
+        ScoreConfig(
+            model_path="smollm2",
+            heldout=str(path),
+            out_path=str(out),
+            chat_template_from=str(tmp_path / "sft-checkpoint"),
+        )
+    )
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(plain)))
+    got, default = scored_rows(out), scored_rows(plain)
+    for g, d, row in zip(got, default, rows, strict=False):
+        n, mean, _ = reference_score(smollm2, other, row, "agent")
+        assert g["n_target_tokens"] == n and abs(g["mean_nll"] - mean) < 2e-3
+        assert g["full_len"] != d["full_len"]

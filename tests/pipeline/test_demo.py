@@ -1,0 +1,48 @@
+"""A reduced local demo, end to end through Marin's step runner: record, subsets, held-out,
+three arms, base pretraining, Levanter SFT, HF export, scoring, comparison."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.slow_ci
+def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
+    monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    from terminalworld.demo import DemoConfig, build
+    from terminalworld.pipeline import builders as pipeline
+
+    cfg = DemoConfig(
+        trajectories=36,
+        sft_size=8,
+        pretrain_size=16,
+        heldout_n=4,
+        context_turns=3,
+        seq_len=2048,
+        pretrain_epochs=1,
+        sft_epochs=1,
+        batch_size=2,
+        max_output_chars=600,
+    )
+    handles = build(cfg)
+    pipeline.run([handles["report"]])
+    out = handles["report"].path()
+    report = json.loads(Path(out, "report.json").read_text())
+    assert [a["arm"] for a in report["arms"]] == ["base", "assistant", "full", "user"]
+    assert report["n_trajectories"] == 4
+    for a in report["arms"]:
+        assert a["median_ppl"] > 1 and a["token_weighted_ppl"] > 1
+    assert os.path.exists(os.path.join(out, "report.md")) and os.path.exists(os.path.join(out, "ppl_distribution.png"))
+    # The held-out rows come from repos unseen by the SFT set and the pretraining text.
+    heldout = [
+        json.loads(x) for x in Path(handles["heldout"].path(), "sim_ppl_heldout_4.jsonl").read_text().splitlines()
+    ]
+    assert len({r["repo"] for r in heldout}) == 4
+    # A second run reuses every finished step.
+    ckpt = os.path.join(handles["assistant"].path(), "export.json")
+    before = os.path.getmtime(ckpt)
+    pipeline.run([build(cfg)["report"]])
+    assert os.path.getmtime(ckpt) == before

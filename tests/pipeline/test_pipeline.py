@@ -1,0 +1,37 @@
+import os
+import subprocess
+import sys
+
+from terminalworld.pipeline import artifacts
+from tests.conftest import REPO_ROOT
+
+
+def _plan(script, **env):
+    full_env = {k: v for k, v in os.environ.items() if k != "MARIN_PREFIX"} | env
+    return subprocess.run([sys.executable, script], capture_output=True, text=True, cwd=REPO_ROOT, env=full_env)
+
+
+def test_sft_echo_1m_plan_shows_pinned_gcs_paths_and_starts_nothing(tmp_path):
+    r = _plan("experiments/sft_echo_1m.py", HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "checkpoints/terminalworld/full-1M@2026.11.03" in out
+    assert "output:    gs://marin-us-east5/checkpoints/terminalworld/full-1M/2026.11.03" in out
+    assert "output:    gs://marin-us-east5/terminalworld/tokenized/full-1M/2026.11.02" in out
+    assert "resources: tpu v5p-32" in out and '"batch_size": 64' in out and '"learning_rate": 2e-05' in out
+    assert '"init_from": "Qwen/Qwen3-1.7B-Base"' in out and '"max_seq_len": 32768' in out
+    assert not any(tmp_path.iterdir())  # nothing was written, nothing ran
+
+
+def test_marin_prefix_remaps_the_same_layout(tmp_path):
+    r = _plan("experiments/sft_echo_1m.py", MARIN_PREFIX=str(tmp_path))
+    assert f"output:    {tmp_path}/checkpoints/terminalworld/full-1M/2026.11.03" in r.stdout
+    assert not any(tmp_path.iterdir())
+
+
+def test_scale_names():
+    assert [artifacts.scale_name(n) for n in (10_000, 100_000, 1_000_000, 40)] == ["10K", "100K", "1M", "40"]
+    assert (
+        artifacts.heldout(100) == "heldout/sim_ppl_heldout_100"
+        and artifacts.scores_file("base") == "sim_ppl_base.jsonl"
+    )
