@@ -14,29 +14,21 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from terminalworld.errors import InputError, SandboxUnavailable, TrajectoryError
-
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
-    InputError,
-    TrajectoryError,
-    SandboxUnavailable,
-    FileNotFoundError,
-    ValueError,
-)  # RenderError, PackingError
+from terminalworld.errors import InputError, TerminalworldError
 
 
 def run_cli(fn: Callable[[], object]) -> int:
     """Run `fn`, turning expected failures into a one-line message and exit status 2."""
-    from terminalworld.errors import StepFailed
-
     try:
         result = fn()
-    except (*EXPECTED_ERRORS, StepFailed) as e:
+    except TerminalworldError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished outputs are kept and a rerun resumes", file=sys.stderr)
         return 130
+    if isinstance(result, int):
+        return result
     if isinstance(result, dict):
         print(
             json.dumps(
@@ -109,6 +101,15 @@ def _show_mask(a: argparse.Namespace) -> object:
     return None
 
 
+def _sandbox_exec(a: argparse.Namespace) -> int:
+    from terminalworld.env.sandbox import exec_main
+
+    words = a.command_words[1:] if a.command_words[:1] == ["--"] else a.command_words
+    return exec_main(
+        repo=a.repo, command=" ".join(words), timeout_s=a.timeout, memory_mb=a.memory_mb, disk_mb=a.disk_mb
+    )
+
+
 def _compare(a: argparse.Namespace) -> object:
     from terminalworld.report.probe.probe import markdown, write_comparison
 
@@ -162,6 +163,17 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--max-chars", type=int, default=None, help="cut each printed arm after this many characters")
     show.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     show.set_defaults(fn=_show_mask)
+
+    sandbox = sub.add_parser("sandbox", help="the sandbox for model-issued commands").add_subparsers(
+        dest="sub", required=True
+    )
+    exe = sandbox.add_parser("exec", help="run one command in the sandbox and print what an agent would see")
+    exe.add_argument("--repo", required=True, help="the repository folder, mounted writable at /testbed")
+    exe.add_argument("--timeout", type=float, default=None, help="wall-clock limit, seconds")
+    exe.add_argument("--memory-mb", type=int, default=None)
+    exe.add_argument("--disk-mb", type=int, default=None)
+    exe.add_argument("command_words", nargs=argparse.REMAINDER, metavar="-- COMMAND")
+    exe.set_defaults(fn=_sandbox_exec)
 
     cmp_ = sub.add_parser("compare", help="the probe table, plots and metrics.json from scorer outputs")
     cmp_.add_argument("results", nargs="+", help="scorer outputs (one JSONL per checkpoint)")

@@ -18,6 +18,8 @@ import shutil
 from collections.abc import Callable
 from functools import lru_cache
 
+from terminalworld.errors import InputError
+
 QWEN3 = "qwen3"
 SMOLLM2 = "smollm2"
 
@@ -25,7 +27,7 @@ SMOLLM2 = "smollm2"
 def _package_dir(module: str, hint: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or spec.origin is None:
-        raise FileNotFoundError(f"the {hint} asset needs the Python package {module!r} (uv sync installs it)")
+        raise InputError(f"the {hint} asset needs the Python package {module!r} (uv sync installs it)")
     return os.path.dirname(spec.origin)
 
 
@@ -95,7 +97,7 @@ def hf_folder(path: str, part: str) -> str:
     """The HF folder to load a tokenizer or model from, for a folder, GGUF file or asset name."""
     folder, gguf = resolve(path)
     if not os.path.exists(folder if gguf is None else os.path.join(folder, gguf)):
-        raise FileNotFoundError(f"{part} not found: {path}")
+        raise InputError(f"{part} not found: {path}")
     return gguf_as_hf(os.path.join(folder, gguf), part) if gguf else folder
 
 
@@ -106,5 +108,5 @@ def load_tokenizer(path: str):
 
     tok = AutoTokenizer.from_pretrained(hf_folder(path, "tokenizer"))
     if not tok.is_fast:
-        raise ValueError(f"{path}: a fast tokenizer is needed for character offsets")
+        raise InputError(f"{path}: a fast tokenizer is needed for character offsets")
     return tok

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from terminalworld.core.trajectories import Trajectory, extract_command, harness_spans
-from terminalworld.errors import RenderError
+from terminalworld.errors import InputError, RenderError
 
 ARMS = ("assistant", "full", "user")
 Arm = Literal["assistant", "full", "user"]
@@ -194,7 +194,7 @@ class Rendered:
             return roles == "user"
         if arm == "full":
             return (roles == "assistant") | (roles == "user")
-        raise ValueError(f"unknown arm {arm!r}; choose one of {ARMS}")
+        raise InputError(f"unknown arm {arm!r}; choose one of {ARMS}")
 
     def check_partition(self) -> None:
         """a·c = 0, a + c = b, and no system token trained; raised, never skipped."""
