@@ -60,7 +60,8 @@ import json, resource, sys, time, torch
 from transformers import AutoModelForCausalLM
 from terminalworld.core.assets import hf_folder, load_tokenizer
 from terminalworld.core.render import Renderer
-from terminalworld.eval.scoring import heldout_trajectory, observation_spans
+from terminalworld.eval.scoring import observation_spans
+from terminalworld.core.heldout import heldout_trajectory
 model_path, heldout, out, depths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 tok = load_tokenizer(model_path)
 model = AutoModelForCausalLM.from_pretrained(hf_folder(model_path, "model"), dtype=torch.float32).eval()
@@ -106,7 +107,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 OURS = r"""
 import resource, sys
 from terminalworld.eval.scoring import ScoreConfig, score
-score(ScoreConfig(model_path=sys.argv[1], heldout=sys.argv[2], out_path=sys.argv[3], mode="agent", all_depths=sys.argv[4] == "1"))
+score(ScoreConfig(model_path=sys.argv[1], heldout=sys.argv[2], out=sys.argv[3], mode="agent", all_depths=sys.argv[4] == "1"))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
@@ -131,9 +132,8 @@ def build_heldout(path: Path, tokenizer: str, source: Path, n_rows: int, target_
     """Real rows cut to the longest context whose full render fits `target_len` tokens."""
     from terminalworld.core.assets import load_tokenizer
     from terminalworld.core.formats import load_trajectories
+    from terminalworld.core.heldout import heldout_row, heldout_trajectory, observed_prefix
     from terminalworld.core.render import Renderer
-    from terminalworld.corpus.sampling import heldout_row, observed_prefix
-    from terminalworld.eval.scoring import heldout_trajectory
 
     renderer = Renderer(load_tokenizer(tokenizer))
     candidates = []  # (tokens, row): per trajectory, its longest context that fits

@@ -3,21 +3,140 @@
     python experiments/local_demo.py            # print the plan
     python experiments/local_demo.py --run      # run it (finished steps are reused)
 
-Writes report.json / report.md / plots under the report artifact and prints the comparison.
+Record a real-shell corpus; draw nested subsets, whose smaller one is the SFT set and whose
+remainder is the base model's pretraining text (held apart from SFT); sample held-out rows from
+repos unseen in either; pretrain a tiny Qwen3 "base" as a plain language model (every token
+trained), so that, like Qwen3-1.7B-Base, it starts with some knowledge of terminal output;
+fine-tune it under each loss-mask arm; export to HF; score the base and the arms on the held-out
+rows; compare. Writes report.json / report.md / plots under the report artifact.
 """
 
 import os
+import sys
+from dataclasses import dataclass, field
 
-os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
-os.environ.setdefault("WANDB_MODE", "offline")
+from terminalworld.corpus import steps as corpus
+from terminalworld.eval import steps as evaluation
+from terminalworld.pipeline.step import Checkpoint, Corpus, HeldoutSet, Report, Subsets
+from terminalworld.report import steps as reports
+from terminalworld.train import steps as train
+from terminalworld.train.sft import SftRecipe
 
-from terminalworld import pipeline
-from terminalworld.demo import DemoConfig, build
 
-CONFIG = DemoConfig(
-    version="2026.12.02", trajectories=160, sft_size=40, pretrain_size=100, heldout_n=24, context_turns=3
-)
-handles = build(CONFIG)
+@dataclass(frozen=True)
+class Demo:
+    """The miniature's sizes and recipe (CPU-sized: minutes on 2 cores)."""
+
+    version: str = "2026.12.02"
+    trajectories: int = 160
+    record_seed: int = 0
+    max_output_chars: int = 1000  # shorter observations than SWE-ZERO's 8000 keep rows CPU-sized
+    sft_size: int = 40
+    pretrain_size: int = 100  # rows sft_size..pretrain_size of the larger subset
+    heldout_n: int = 24
+    context_turns: int = 3  # rows of about 1.7K tokens, inside the trained sequence length
+    seed: int = 42
+    tokenizer: str = "smollm2"  # a real tokenizer with a small vocabulary keeps CPU training fast
+    seq_len: int = 2048
+    # Training cost on CPU is dominated by the 49K-word softmax, i.e. by width x tokens.
+    tiny: dict[str, int] = field(
+        default_factory=lambda: {
+            "hidden_dim": 32,
+            "intermediate_dim": 96,
+            "num_layers": 2,
+            "num_heads": 2,
+            "num_kv_heads": 1,
+            "head_dim": 16,
+        }
+    )
+    pretrain_epochs: float = 3.0
+    pretrain_lr: float = 5e-3
+    sft_epochs: float = 2.0
+    sft_lr: float = 3e-3
+    batch_size: int = 2
+    arms: tuple[str, ...] = ("assistant", "full", "user")
+
+
+@dataclass(frozen=True)
+class DemoGraph:
+    """The demo's artifacts by role; `report` depends on all the others."""
+
+    corpus: Corpus
+    subsets: Subsets
+    heldout: HeldoutSet
+    models: dict[str, Checkpoint]
+    report: Report
+
+
+def build(d: Demo = Demo()) -> DemoGraph:
+    """The demo's step graph (constructing it runs nothing)."""
+    v = d.version
+    recorded = corpus.recorded_corpus(
+        trajectories=d.trajectories, seed=d.record_seed, max_output_chars=d.max_output_chars, version=v
+    )
+    subsets = corpus.subsets(corpus=recorded, sizes=[d.sft_size, d.pretrain_size], seed=d.seed, version=v)
+    heldout = corpus.heldout(
+        corpus=recorded,
+        subsets=subsets,
+        train_size=d.pretrain_size,
+        n=d.heldout_n,
+        context_turns=d.context_turns,
+        seed=d.seed,
+        version=v,
+    )
+
+    def recipe(epochs: float, lr: float, tiny: dict[str, int] | None = None) -> SftRecipe:
+        return SftRecipe(
+            epochs=epochs,
+            batch_size=d.batch_size,
+            learning_rate=lr,
+            warmup=0.1,
+            min_lr_ratio=0.1,
+            weight_decay=0.0,
+            max_grad_norm=1.0,
+            seed=42,
+            seq_len=d.seq_len,
+            max_seq_len=d.seq_len,
+            tiny=tiny,
+        )
+
+    text = train.tokenized(
+        subsets=subsets,
+        size=d.pretrain_size,
+        skip=d.sft_size,
+        arm="pretrain",
+        scale="demo",
+        tokenizer=d.tokenizer,
+        max_len=d.seq_len - 1,
+        seq_len=d.seq_len,
+        version=v,
+    )
+    base = train.checkpoint(
+        tokenized=text, arm="base", scale="demo", recipe=recipe(d.pretrain_epochs, d.pretrain_lr, d.tiny), version=v
+    )
+    models = {"base": base}
+    for arm in d.arms:
+        data = train.tokenized(
+            subsets=subsets,
+            size=d.sft_size,
+            arm=arm,
+            scale="demo",
+            tokenizer=d.tokenizer,
+            max_len=d.seq_len - 1,
+            seq_len=d.seq_len,
+            version=v,
+        )
+        models[arm] = train.checkpoint(
+            tokenized=data, arm=arm, scale="demo", recipe=recipe(d.sft_epochs, d.sft_lr), init_from=base, version=v
+        )
+    scores = [evaluation.scores(model=m, model_name=name, heldout=heldout, version=v) for name, m in models.items()]
+    report = reports.report(scores=scores, base="base", reference="full" if "full" in d.arms else None, version=v)
+    return DemoGraph(corpus=recorded, subsets=subsets, heldout=heldout, models=models, report=report)
+
 
 if __name__ == "__main__":
-    pipeline.main([handles["report"]], __doc__.split("\n\n")[0])
+    os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
+    os.environ.setdefault("WANDB_MODE", "offline")
+    from terminalworld.pipeline.entry import main
+
+    sys.exit(main([build().report], __doc__.split("\n\n")[0]))

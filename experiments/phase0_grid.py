@@ -1,20 +1,25 @@
-"""Phase 0 (seeds): SWE-ZERO SFT of Qwen3-1.7B-Base under three loss masks at three scales.
+"""Phase 0 of the write-up: SWE-ZERO SFT of Qwen3-1.7B-Base under three loss masks at three scales.
 
 Arms: assistant (a), full transcript (b), user (c), with (a) + (c) = (b) token for token.
-Scales: nested 10K / 100K / 1M subsets of the 12M corpus. Recipe: one epoch, LR 2e-5 cosine,
-warmup 0.03, min_lr_ratio 0.1, weight decay 0.1, max_grad_norm 30, data length 8192 packed into an
-architecture of max_seq_len 32768, documents separated by <|endoftext|> (eos ids 151643 and 151645
-in generation), seed 42. Every version below is pinned, so every gs:// path is pinned.
+Scales: nested 10K / 100K / 1M subsets of the 12M corpus. Every version below is pinned, so every
+gs:// path is pinned.
 """
+
+import os
 
 from fray.types import ResourceConfig
 
-from terminalworld.pipeline import builders as pipeline
+from terminalworld.corpus import steps as corpus_steps
+from terminalworld.pipeline import artifacts
+from terminalworld.pipeline.step import Checkpoint
+from terminalworld.train import steps as train
 from terminalworld.train.sft import SftRecipe
+
+os.environ.setdefault("MARIN_PREFIX", artifacts.BUCKET)
 
 ARMS = ("assistant", "full", "user")
 SCALES = {"10K": 10_000, "100K": 100_000, "1M": 1_000_000}
-# 10K and 1M as in the seeds; 100K sits between them (batch 32 on a v5p-16).
+# 10K and 1M as in the write-up; 100K sits between them (batch 32 on a v5p-16).
 BATCH = {"10K": 8, "100K": 32, "1M": 64}
 TPU = {"10K": "v5p-8", "100K": "v5p-16", "1M": "v5p-32"}
 
@@ -30,23 +35,11 @@ V = {
     "checkpoint": "2026.11.03",
 }
 
-corpus = pipeline.corpus(V["corpus"], CORPUS_SOURCE)
-subsets = pipeline.subsets(
-    corpus, V["subsets"], sizes=list(SCALES.values()), seed=42, resources=ResourceConfig.with_cpu()
-)
-heldout = pipeline.heldout(
-    corpus,
-    subsets,
-    train_size=SCALES["1M"],
-    version=V["heldout"],
-    n=100,
-    context_turns=14,
-    seed=42,
-    resources=ResourceConfig.with_cpu(),
-)
-
 
 def recipe(scale: str) -> SftRecipe:
+    """The Phase 0 recipe: one epoch, LR 2e-5 cosine to 0.1x, warmup 0.03, weight decay 0.1,
+    max_grad_norm 30, data length 8192 packed into an architecture of 32768, seed 42. Documents
+    are separated by <|endoftext|> (eos ids 151643 and 151645 in generation)."""
     return SftRecipe(
         epochs=1.0,
         batch_size=BATCH[scale],
@@ -61,28 +54,46 @@ def recipe(scale: str) -> SftRecipe:
     )
 
 
-def cell(arm: str, scale: str):
+corpus = corpus_steps.adopted_corpus(source=CORPUS_SOURCE, version=V["corpus"])
+subsets = corpus_steps.subsets(
+    corpus=corpus, sizes=list(SCALES.values()), seed=42, resources=ResourceConfig.with_cpu(), version=V["subsets"]
+)
+heldout = corpus_steps.heldout(
+    corpus=corpus,
+    subsets=subsets,
+    train_size=SCALES["1M"],
+    n=100,
+    context_turns=14,
+    seed=42,
+    resources=ResourceConfig.with_cpu(),
+    version=V["heldout"],
+)
+
+
+def cell(arm: str, scale: str) -> Checkpoint:
     """The checkpoint of one arm at one scale (and, through it, its tokenized data)."""
-    data = pipeline.tokenized(
-        subsets,
-        SCALES[scale],
-        arm,
-        V["tokenized"],
-        TOKENIZER,
+    data = train.tokenized(
+        subsets=subsets,
+        size=SCALES[scale],
+        arm=arm,
+        scale=scale,
+        tokenizer=TOKENIZER,
         max_len=8191,
         seq_len=8192,
         resources=ResourceConfig.with_cpu(),
+        version=V["tokenized"],
     )
-    return pipeline.checkpoint(
-        data,
-        arm,
-        scale,
-        V["checkpoint"],
-        recipe(scale),
+    return train.checkpoint(
+        tokenized=data,
+        arm=arm,
+        scale=scale,
+        recipe=recipe(scale),
         init_from=BASE_MODEL,
         resources=ResourceConfig.with_tpu(TPU[scale]),
+        version=V["checkpoint"],
     )
 
 
-def grid() -> dict[tuple[str, str], object]:
+def grid() -> dict[tuple[str, str], Checkpoint]:
+    """Every (arm, scale) checkpoint."""
     return {(arm, scale): cell(arm, scale) for arm in ARMS for scale in SCALES}

@@ -1,5 +1,5 @@
-"""World-model probe (seeds): env-token PPL of the base and all nine Phase 0 checkpoints on the
-100 held-out trajectories, and the comparison table.
+"""World-model probe of the write-up: env-token PPL of the base and all nine Phase 0 checkpoints on
+the 100 held-out trajectories, and the comparison table.
 
     python experiments/world_model_probe.py          # print the plan
     python experiments/world_model_probe.py --run    # score and compare
@@ -7,23 +7,38 @@
 The base model renders with an SFT checkpoint's chat template, byte-identical to the SFT framing.
 """
 
+import sys
+
 from fray.types import ResourceConfig
 from phase0_grid import BASE_MODEL, grid, heldout
 
-from terminalworld.pipeline import builders as pipeline
+from terminalworld.eval import steps as evaluation
+from terminalworld.pipeline.entry import main
+from terminalworld.report import steps as reports
 
 VERSION = "2026.11.04"
 cells = grid()
-template_from = cells[("full", "10K")]
-scores = {
-    "base": pipeline.scores(
-        BASE_MODEL, "base", heldout, 100, VERSION, chat_template_from=template_from, resources=ResourceConfig.with_cpu()
+scores = [
+    evaluation.scores(
+        model=BASE_MODEL,
+        model_name="base",
+        heldout=heldout,
+        chat_template_from=cells[("full", "10K")],
+        resources=ResourceConfig.with_cpu(),
+        version=VERSION,
     )
-}
+]
 for (arm, scale), ckpt in cells.items():
-    name = f"{arm}-{scale}"
-    scores[name] = pipeline.scores(ckpt, name, heldout, 100, VERSION, resources=ResourceConfig.with_cpu())
-report = pipeline.report(scores, base="base", reference="full-1M", version=VERSION)
+    scores.append(
+        evaluation.scores(
+            model=ckpt,
+            model_name=f"{arm}-{scale}",
+            heldout=heldout,
+            resources=ResourceConfig.with_cpu(),
+            version=VERSION,
+        )
+    )
+report = reports.report(scores=scores, base="base", reference="full-1M", version=VERSION)
 
 if __name__ == "__main__":
-    pipeline.main([report], __doc__.split("\n\n")[0])
+    sys.exit(main([report], __doc__.split("\n\n")[0]))

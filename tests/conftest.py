@@ -8,6 +8,20 @@ FIXTURES = Path(os.environ.get("TERMINALWORLD_FIXTURES", REPO_ROOT.parent / "sha
 SWE_ZERO = FIXTURES / "adp_swe-zero-12m" / "sample_raw.json"
 
 
+def load_experiment(name: str):
+    """An experiment file of experiments/ as a module (its `__main__` block does not run)."""
+    import importlib.util
+    import sys
+
+    folder = str(REPO_ROOT / "experiments")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # experiments import their siblings (phase0_grid)
+    spec = importlib.util.spec_from_file_location(f"experiments_{name}", REPO_ROOT / "experiments" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     assert FIXTURES.is_dir(), f"real fixtures not found at {FIXTURES}"

@@ -107,6 +107,82 @@ def test_partition_is_exact_and_system_untrained(fixtures):
     assert len(ends) == 32 and not b[ends[0]] and c[ends[1::2]].all() and a[ends[2::2]].all()
 
 
+def _first(r, message, where):
+    """The first token owned by `message` (or NOBODY) whose text satisfies `where(start, end)`."""
+    return next(
+        j for j, ((s, e), o) in enumerate(zip(r.offsets.tolist(), r.owner, strict=True)) if o == message and where(s, e)
+    )
+
+
+def _tamper(r, j, new_owner):
+    """A copy of a real render with token j's owner changed by hand."""
+    from dataclasses import replace
+
+    owner = r.owner.copy()
+    owner[j] = new_owner
+    return replace(r, owner=owner)
+
+
+@pytest.fixture(scope="module")
+def qwen3_rendered(fixtures):
+    traj = load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json"))[0]
+    tok = load_tokenizer("qwen3")
+    return Renderer(tok).render(traj), Renderer(tok, exclude_harness_text=True).render(traj)
+
+
+def _eot(r, m):
+    """Message m's end-of-turn token: the first token starting at or after its content's end."""
+    return int(np.searchsorted(r.offsets[:, 0], r.spans[m][1]))
+
+
+@pytest.mark.parametrize(
+    ("case", "why"),
+    [
+        ("task token given to the next message", "lies in message 1 but is owned by 2"),
+        ("system token given to the task", "lies in message 0 but is owned by 1"),
+        ("scaffolding token given an owner", "owned by 1 but is neither its content nor its end of turn"),
+        ("observation token owned by nobody", "lies in message 3 but is owned by -1"),
+        ("end of turn given to the next message", "owned by 3 but is neither its content nor its end of turn"),
+        ("end of turn owned by nobody", "an end-of-turn token has no owner"),
+        ("harness text owned under O'", "owned by 3 but is neither its content nor its end of turn"),
+        ("system message trained as a user turn", "the arms are not"),
+    ],
+)
+def test_partition_check_rejects_inconsistent_ownership(qwen3_rendered, case, why):
+    """Hand-made faults in a real Qwen3 render: each one keeps `a | c == b` and `a & c == 0`
+    (masks are derived from the same owners), so only a check against the rule itself fails."""
+    from dataclasses import replace
+
+    r, echo = qwen3_rendered
+    r.check_partition()
+    echo.check_partition()
+    assert [m.kind for m in r.messages[:4]] == ["system", "task", "action", "observation"]
+    task_end = r.spans[1][1]
+    if case == "task token given to the next message":
+        bad = _tamper(r, _first(r, 1, lambda s, e: e < task_end), 2)
+    elif case == "system token given to the task":
+        bad = _tamper(r, _first(r, 0, lambda s, e: True), 1)
+    elif case == "scaffolding token given an owner":
+        # The newline after the task's <|im_end|>: outside every content and not an end of turn.
+        bad = _tamper(r, _eot(r, 1) + 1, 1)
+    elif case == "observation token owned by nobody":
+        bad = _tamper(r, _first(r, 3, lambda s, e: e < r.spans[3][1]), NOBODY)
+    elif case == "end of turn given to the next message":
+        bad = _tamper(r, _eot(r, 2), 3)
+    elif case == "end of turn owned by nobody":
+        bad = _tamper(r, _eot(r, 2), NOBODY)
+    elif case == "harness text owned under O'":
+        j = _first(echo, NOBODY, lambda s, e: s == echo.spans[3][0])  # "Observ", of "Observation: "
+        assert echo.text[echo.spans[3][0] :].startswith("Observation: ") and r.owner[j] == 3
+        bad = _tamper(echo, j, 3)
+    else:
+        bad = replace(r, messages=[replace(r.messages[0], role="user"), *r.messages[1:]])
+    a, b, c = (bad.mask(x) for x in ("assistant", "full", "user"))
+    assert not (a & c).any() and np.array_equal(a | c, b)  # the old check's conditions still hold
+    with pytest.raises(RenderError, match=f"do not partition the tokens: .*{why}"):
+        bad.check_partition()
+
+
 def test_header_newline_merged_with_content_newline_goes_to_the_content():
     tok = load_tokenizer("qwen3")
     traj = to_trajectory(
@@ -194,7 +270,7 @@ def test_truncation_keeps_masks_aligned_and_is_reported(fixtures, tmp_path):
     stats = render_file(
         RenderConfig(
             tokenizer="qwen3",
-            inputs=str(fixtures / "adp_swe-zero-12m/sample_raw.json"),
+            inputs=[str(fixtures / "adp_swe-zero-12m/sample_raw.json")],
             out=str(tmp_path / "r.jsonl"),
             arm="full",
             max_len=1000,
@@ -209,7 +285,7 @@ def test_render_file_one_row_per_trajectory_in_order(fixtures, tmp_path, suffix)
 
     src = str(fixtures / "adp-fork_nebius-swe-agent-trajectories/sample_raw.json")
     out = str(tmp_path / f"rows{suffix}")
-    render_file(RenderConfig(tokenizer="smollm2", inputs=src, out=out, arm="assistant"))
+    render_file(RenderConfig(tokenizer="smollm2", inputs=[src], out=out, arm="assistant"))
     rows = [r.value for r in iter_records(out)]
     trajs = load_trajectories(src)
     assert [r["instance_id"] for r in rows] == [t.instance_id for t in trajs]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from terminalworld.core.formats import load_trajectories
-from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, read_heldout, sample_heldout
+from terminalworld.core.heldout import read_heldout
+from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
 from terminalworld.errors import InputError
 from tests.conftest import REPO_ROOT
 

@@ -7,7 +7,7 @@ import pytest
 
 from terminalworld.errors import ResultsError
 from terminalworld.eval.metrics import compare, read_results
-from terminalworld.report.probe.probe import write_comparison
+from terminalworld.report.probe import write_comparison
 from tests.conftest import REPO_ROOT
 
 
@@ -100,3 +100,66 @@ def test_unfinished_results_and_bad_names_are_clear_errors(three, tmp_path):
         read_results(str(partial))
     with pytest.raises(ResultsError, match="--base 'nope'"):
         write_comparison(list(three), "nope", None, str(tmp_path / "o"))
+
+
+# Skewed per-bucket PPLs, so that every median differs from the mean: 3 rows of <= 20 target
+# tokens, 4 of 21-200 (an even count: the median averages the middle two), 1 of > 200.
+SKEWED = [
+    ("a", 5, 0.1),
+    ("b", 10, 0.2),
+    ("c", 15, 4.0),
+    ("d", 30, 0.5),
+    ("e", 100, 1.0),
+    ("f", 150, 0.7),
+    ("g", 200, 5.0),
+    ("h", 500, 0.3),
+]
+
+
+def test_bucket_and_overall_medians_by_hand(tmp_path):
+    import statistics
+
+    path = write_results(tmp_path / "m.jsonl", "m", SKEWED)
+    (m,) = compare([read_results(path)], base="m")["checkpoints"]
+    ppl = {i: math.exp(x) for i, _, x in SKEWED}
+    assert m["median_ppl"] == pytest.approx(statistics.median(ppl.values()), rel=1e-12)
+    assert m["mean_ppl"] == pytest.approx(statistics.fmean(ppl.values()), rel=1e-12)
+    assert m["median_ppl"] != pytest.approx(m["mean_ppl"])
+    expected = {
+        "<=20": (3, statistics.median([ppl["a"], ppl["b"], ppl["c"]]), 30),
+        "21-200": (4, statistics.median([ppl[k] for k in "defg"]), 480),
+        ">200": (1, ppl["h"], 500),
+    }
+    tokens = sum(n for _, n, _ in SKEWED)
+    for label, (count, median, bucket_tokens) in expected.items():
+        got = m["buckets"][label]
+        assert got["n"] == count
+        assert got["median_ppl"] == pytest.approx(median, rel=1e-12), label
+        assert got["token_share"] == pytest.approx(bucket_tokens / tokens, rel=1e-12)
+    # The even bucket: the average of its two middle values, 0.7 and 1.0.
+    assert m["buckets"]["21-200"]["median_ppl"] == pytest.approx((math.exp(0.7) + math.exp(1.0)) / 2)
+
+
+def test_bootstrap_intervals_by_hand(tmp_path):
+    """The same resampling indices (numpy's default_rng(0), 2000 draws of 8 trajectories in sorted
+    id order), with the statistics recomputed in plain Python."""
+    import statistics
+
+    import numpy as np
+
+    path = write_results(tmp_path / "m.jsonl", "m", SKEWED)
+    (m,) = compare([read_results(path)], base="m")["checkpoints"]
+    rows = sorted(SKEWED)
+    idx = np.random.default_rng(0).integers(0, len(rows), size=(2000, len(rows)))
+    medians, pooled = [], []
+    for draw in idx.tolist():
+        sample = [rows[i] for i in draw]
+        medians.append(statistics.median(math.exp(x) for _, _, x in sample))
+        pooled.append(math.exp(sum(n * x for _, n, x in sample) / sum(n for _, n, _ in sample)))
+    want_median = tuple(np.percentile(medians, [2.5, 97.5]))
+    want_pooled = tuple(np.percentile(pooled, [2.5, 97.5]))
+    assert m["median_ppl_ci95"] == pytest.approx(want_median, rel=1e-9)
+    assert m["token_weighted_ppl_ci95"] == pytest.approx(want_pooled, rel=1e-9)
+    # Resampled means give a different interval: the check above tells the two statistics apart.
+    means = [statistics.fmean(math.exp(rows[i][2]) for i in draw) for draw in idx.tolist()]
+    assert tuple(np.percentile(means, [2.5, 97.5])) != pytest.approx(want_median, rel=1e-3)

@@ -5,12 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from terminalworld.core.assets import load_tokenizer
+from terminalworld.core.assets import load_hf_model, load_tokenizer, local_model_path
 from terminalworld.core.formats import load_trajectories
+from terminalworld.core.heldout import heldout_row, heldout_trajectory
 from terminalworld.core.render import SIM_SYSTEM_PROMPT
 from terminalworld.core.trajectories import extract_command
-from terminalworld.corpus.sampling import heldout_row
-from terminalworld.eval.scoring import HFScorer, ScoreConfig, heldout_trajectory, load_hf_model, local_model_path, score
+from terminalworld.eval.scoring import HFScorer, ScoreConfig, score
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def heldout(fixtures, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return load_hf_model(local_model_path("smollm2", ""), "float32")
+    return load_hf_model(local_model_path("smollm2"), "float32")
 
 
 def scored_rows(path):
@@ -85,7 +85,7 @@ def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2
 
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
     out = tmp_path / f"{mode}.jsonl"
-    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), mode=mode))
+    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), mode=mode))
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[-1] == summary and summary["n_scored"] == len(rows) == 3
     tok = load_tokenizer("smollm2")
@@ -143,18 +143,18 @@ def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypa
     real = HFScorer.batch_logprobs
     monkeypatch.setattr(HFScorer, "batch_logprobs", lambda self, items: calls.extend(items) or real(self, items))
     out = tmp_path / "agent.jsonl"
-    first = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+    first = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out)))
     assert len(calls) == 3
     finished = out.read_text().splitlines()
     # An interrupted run: one row done and a torn second line, no final file.
     (tmp_path / "agent.jsonl.partial").write_text(finished[0] + "\n" + finished[1][:20])
     out.unlink()
     calls.clear()
-    second = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+    second = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out)))
     assert len(calls) == 2 and second == first
     assert out.read_text().splitlines() == finished and not (tmp_path / "agent.jsonl.partial").exists()
     calls.clear()
-    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))  # all done: rebuild only
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out)))  # all done: rebuild only
     assert calls == []
 
 
@@ -165,7 +165,7 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
     monkeypatch.setattr(smollm2.config, "max_position_embeddings", 1900)
     out = tmp_path / "d.jsonl"
-    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), all_depths=True))
+    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), all_depths=True))
     lines = scored_rows(out)
     skipped = [x for x in lines if "skipped" in x]
     assert summary["n_skipped"] == len(skipped) >= 1 and "exceed the model's 1900" in skipped[0]["skipped"]
@@ -286,7 +286,7 @@ def cpu_scores(heldout, smollm2, tmp_path_factory):
     out = tmp_path_factory.mktemp("cpu") / "cpu.jsonl"
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
-        score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out)))
+        score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out)))
     return scored_rows(out)
 
 
@@ -301,7 +301,7 @@ def _assert_rows_agree(got_path, reference, tol):
 def test_cuda_length_sorted_batches_agree_with_cpu_float32(heldout, cpu_scores, tmp_path):
     path, _ = heldout
     out = tmp_path / "cuda.jsonl"
-    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), device="cuda", batch_tokens=8192))
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), device="cuda", batch_tokens=8192))
     _assert_rows_agree(out, cpu_scores, 1e-3)
 
 
@@ -309,11 +309,11 @@ def test_cuda_length_sorted_batches_agree_with_cpu_float32(heldout, cpu_scores, 
 def test_vllm_prompt_logprobs_agree_with_hf_float32(heldout, cpu_scores, tmp_path):
     path, _ = heldout
     out = tmp_path / "vllm.jsonl"
-    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(out), backend="vllm", dtype="float32"))
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), backend="vllm", dtype="float32"))
     _assert_rows_agree(out, cpu_scores, 1e-3)
 
 
-def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path):
+def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path, monkeypatch):
     """gs:// folders go through fsspec; the in-memory filesystem exercises the same path."""
     import os
     import uuid
@@ -330,21 +330,23 @@ def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path):
     for name in files:
         with open(os.path.join(src, name), "rb") as f:
             fs.pipe(f"{root}/{name}", f.read())
-    url, cache = f"memory://{root}", str(tmp_path / "cache")
-    got = local_model_path(url, cache)
+    url = f"memory://{root}"
+    monkeypatch.setenv("TERMINALWORLD_CACHE", str(tmp_path / "cache"))
+    got = local_model_path(url)
+    assert got.startswith(str(tmp_path / "cache"))
     assert sorted(os.listdir(got)) == sorted([*files, ".complete"])
     assert load_tokenizer(got)("ls -la")["input_ids"] == load_tokenizer("smollm2")("ls -la")["input_ids"]
     fs.rm(root, recursive=True)
-    assert local_model_path(url, cache) == got  # cached: the remote is not read again
+    assert local_model_path(url) == got  # cached: the remote is not read again
 
     # A folder left by an interrupted download (no completion mark) is fetched again, never used.
     os.remove(os.path.join(got, ".complete"))
     open(os.path.join(got, "half-written.bin"), "w").close()
     fs.pipe(f"{root}/config.json", b"{}")
-    again = local_model_path(url, cache)
+    again = local_model_path(url)
     assert again == got and sorted(os.listdir(again)) == [".complete", "config.json"]
     with pytest.raises(InputError, match="no checkpoint folder"):
-        local_model_path(f"memory:///nothing-{uuid.uuid4().hex}", cache)
+        local_model_path(f"memory:///nothing-{uuid.uuid4().hex}")
 
 
 def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monkeypatch):
@@ -366,11 +368,11 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monke
         ScoreConfig(
             model_path="smollm2",
             heldout=str(path),
-            out_path=str(out),
+            out=str(out),
             chat_template_from=str(tmp_path / "sft-checkpoint"),
         )
     )
-    score(ScoreConfig(model_path="smollm2", heldout=str(path), out_path=str(plain)))
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(plain)))
     got, default = scored_rows(out), scored_rows(plain)
     for g, d, row in zip(got, default, rows, strict=False):
         n, mean, _ = reference_score(smollm2, other, row, "agent")

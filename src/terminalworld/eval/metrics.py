@@ -61,25 +61,47 @@ def bootstrap_ci(values: dict[str, np.ndarray], stat, n_boot: int = 2000, seed: 
     return float(lo), float(hi)
 
 
-def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, reference: Results | None) -> dict[str, Any]:
-    ppl = np.array([r.rows[i]["ppl"] for i in ids])
-    s = np.array([r.rows[i]["sum_nll"] for i in ids])
-    n = np.array([r.rows[i]["n_target_tokens"] for i in ids], dtype=np.float64)
-    worst = max(ids, key=lambda i: r.rows[i]["ppl"])
-    out: dict[str, Any] = {
-        "name": r.name,
-        "n": len(ids),
+def ppl_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The per-checkpoint statistics of scored rows (each with `ppl`, `sum_nll`,
+    `n_target_tokens`): total tokens and summed NLL, token-weighted PPL, median and mean
+    per-trajectory PPL, how many exceed PPL 10, and the worst row (the first of equal maxima).
+    Every value is None (0 for counts) when there are no rows."""
+    if not rows:
+        return {
+            "tokens": 0,
+            "sum_nll": 0.0,
+            "token_weighted_ppl": None,
+            "median_ppl": None,
+            "mean_ppl": None,
+            "n_ppl_gt_10": 0,
+            "worst": None,
+        }
+    ppl = np.array([r["ppl"] for r in rows], dtype=np.float64)
+    s = np.array([r["sum_nll"] for r in rows], dtype=np.float64)
+    n = np.array([r["n_target_tokens"] for r in rows], dtype=np.float64)
+    worst = rows[int(np.argmax(ppl))]
+    return {
         "tokens": int(n.sum()),
+        "sum_nll": float(s.sum()),
         "token_weighted_ppl": token_weighted_ppl(s, n),
         "median_ppl": float(np.median(ppl)),
         "mean_ppl": float(ppl.mean()),
         "n_ppl_gt_10": int((ppl > 10).sum()),
-        "worst": {
-            "instance_id": worst,
-            "repo": r.rows[worst].get("repo"),
-            "ppl": r.rows[worst]["ppl"],
-            "n_target_tokens": r.rows[worst]["n_target_tokens"],
-        },
+        "worst": {k: worst.get(k) for k in ("instance_id", "repo", "ppl", "n_target_tokens")},
+    }
+
+
+def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, reference: Results | None) -> dict[str, Any]:
+    """One checkpoint's row of the probe table over the common trajectories `ids`."""
+    rows = [{"instance_id": i, **r.rows[i]} for i in ids]
+    ppl = np.array([row["ppl"] for row in rows])
+    s = np.array([row["sum_nll"] for row in rows])
+    n = np.array([row["n_target_tokens"] for row in rows], dtype=np.float64)
+    stats = ppl_stats(rows)
+    out: dict[str, Any] = {
+        "name": r.name,
+        "n": len(ids),
+        **{k: stats[k] for k in ("tokens", "token_weighted_ppl", "median_ppl", "mean_ppl", "n_ppl_gt_10", "worst")},
         "median_ppl_ci95": bootstrap_ci({"ppl": ppl}, lambda ppl: np.median(ppl)),
         "token_weighted_ppl_ci95": bootstrap_ci({"s": s, "n": n}, lambda s, n: math.exp(s.sum() / n.sum())),
         "buckets": {},

@@ -22,29 +22,25 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from terminalworld.core.assets import load_hf_model, local_model_path
+from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.records import atomic_jsonl, dumps_row
-from terminalworld.core.render import SIM_SYSTEM_PROMPT, Rendered, Renderer
-from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn, command_family, extract_command
-from terminalworld.corpus.sampling import read_heldout
+from terminalworld.core.render import SIM_SYSTEM_PROMPT, Rendered, Renderer, build_renderer
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.errors import InputError
+from terminalworld.eval.metrics import ppl_stats
+from terminalworld.options import option
 
 Mode = Literal["agent", "sim"]
-
-
-def heldout_trajectory(row: dict[str, Any]) -> Trajectory:
-    """A held-out row as a trajectory: the prefix pairs, then the target pair."""
-    turns = (*tuple(Turn(c, e) for c, e in row["prefix"]), Turn(row["target_cmd"], row["target_env"]))
-    return Trajectory(row["instance_id"], row.get("repo"), row.get("system"), row["task"], turns, "heldout")
 
 
 @dataclass(frozen=True)
@@ -156,19 +152,20 @@ def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ScoreConfig:
-    model_path: str
-    heldout: str
-    out_path: str
-    mode: Mode = "agent"
-    model_name: str | None = None
-    chat_template_from: str | None = None
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    device: Literal["cpu", "cuda"] = "cpu"
-    all_depths: bool = False
-    backend: Literal["hf", "vllm"] = "hf"
-    sim_prompt: str = SIM_SYSTEM_PROMPT
-    batch_tokens: int = 65536  # GPU: padded tokens per forward
-    cache_dir: str = field(default_factory=lambda: os.path.expanduser("~/.cache/terminalworld/models"))
+    """One scoring run: a model, the held-out rows, the framing, and where the scores go."""
+
+    model_path: str = option(help="HF folder, gs:// folder, cached HF id, GGUF file, or smollm2")
+    heldout: str = option(help="held-out rows (JSON Lines)")
+    out: str = option(flag="--out", aliases=["--out-path"], help="scores file; rerunning resumes it")
+    mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
+    model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
+    chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
+    dtype: Literal["float32", "bfloat16"] = option("float32")
+    device: Literal["cpu", "cuda"] = option("cpu")
+    all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
+    backend: Literal["hf", "vllm"] = option("hf")
+    sim_prompt: str = option(SIM_SYSTEM_PROMPT, cli=False)
+    batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
 
 def _done_rows(path: str) -> dict[str, dict[str, Any]]:
@@ -242,11 +239,11 @@ def _row(base: dict[str, Any], spans: list[Span], logprobs: np.ndarray, all_dept
 
 
 def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> dict[str, Any]:
+    """The `{"_summary": true, ...}` row: counts, the per-checkpoint statistics of the scored rows
+    (`eval.metrics.ppl_stats`), and the skipped rows with their reasons."""
     scored = [r for r in rows if "skipped" not in r]
-    ppls = np.array([r["ppl"] for r in scored], dtype=np.float64)
-    tokens = sum(r["n_target_tokens"] for r in scored)
-    total = sum(r["sum_nll"] for r in scored)
-    worst = max(scored, key=lambda r: r["ppl"], default=None)
+    stats = ppl_stats(scored)
+    tokens = stats["tokens"]
     return {
         "_summary": True,
         "model_name": model_name,
@@ -256,83 +253,35 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         "n_scored": len(scored),
         "n_skipped": len(rows) - len(scored),
         "total_target_tokens": tokens,
-        "total_sum_nll": total,
-        "mean_nll_per_token": total / tokens if tokens else None,
-        "ppl": math.exp(total / tokens) if tokens else None,
-        "median_ppl": float(np.median(ppls)) if len(ppls) else None,
-        "mean_ppl": float(ppls.mean()) if len(ppls) else None,
-        "n_ppl_gt_10": int((ppls > 10).sum()),
-        "worst": None if worst is None else {k: worst[k] for k in ("instance_id", "repo", "ppl", "n_target_tokens")},
+        "total_sum_nll": stats["sum_nll"],
+        "mean_nll_per_token": stats["sum_nll"] / tokens if tokens else None,
+        "ppl": stats["token_weighted_ppl"],
+        "median_ppl": stats["median_ppl"],
+        "mean_ppl": stats["mean_ppl"],
+        "n_ppl_gt_10": stats["n_ppl_gt_10"],
+        "worst": stats["worst"],
         "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
     }
 
 
-def local_model_path(path: str, cache_dir: str) -> str:
-    """A local folder (or GGUF file) for a model path: local as is, gs:// (or any fsspec URL)
-    downloaded once into the cache, an HF id only if already in the local HF cache; the embedded
-    assets (`smollm2`, and `qwen3` for a tokenizer or chat template) by name."""
-    from terminalworld.core.assets import QWEN3, SMOLLM2, smollm2_gguf
-
-    if path == SMOLLM2:
-        return smollm2_gguf()
-    if path == QWEN3 or os.path.exists(path):
-        return path
-    if "://" in path:
-        return _download(path, cache_dir)
-    try:
-        from huggingface_hub import snapshot_download
-
-        return snapshot_download(path, local_files_only=True)
-    except Exception as e:
-        raise InputError(
-            f"model {path!r} is not a local folder, a URL, or an HF id in the local cache ({type(e).__name__})"
-        ) from None
-
-
-def _download(url: str, cache_dir: str) -> str:
-    """A remote checkpoint folder, fetched once into the cache."""
-    from fsspec.core import url_to_fs
-
-    from terminalworld.core.assets import build_once
-
-    fs, remote = url_to_fs(url)
-    dest = os.path.join(cache_dir, hashlib.sha256(url.encode()).hexdigest()[:16])
-    if not os.path.exists(os.path.join(dest, ".complete")) and not fs.isdir(remote):
-        raise InputError(f"model {url!r}: no checkpoint folder there")
-    return build_once(dest, lambda out: fs.get(remote.rstrip("/") + "/", out + "/", recursive=True))
-
-
-def load_hf_model(path: str, dtype: str):
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from terminalworld.core.assets import hf_folder
-
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-    return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
-
-
 def score(cfg: ScoreConfig) -> dict[str, Any]:
-    from terminalworld.core.assets import load_tokenizer
+    """Score every held-out row (resuming a partial run) and write the scores file atomically;
+    returns the summary row."""
 
     rows = read_heldout(cfg.heldout)
     if len({r["instance_id"] for r in rows}) != len(rows):
         raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
-    path = local_model_path(cfg.model_path, cfg.cache_dir)
-    tokenizer = load_tokenizer(path)
-    template = (
-        load_tokenizer(local_model_path(cfg.chat_template_from, cfg.cache_dir)).chat_template
-        if cfg.chat_template_from
-        else None
+    path = local_model_path(cfg.model_path)
+    renderer = build_renderer(
+        tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
-    renderer = Renderer(tokenizer, chat_template=template, view=cfg.mode, sim_prompt=cfg.sim_prompt)
     if cfg.backend == "vllm":
         scorer = VLLMScorer(path, cfg.dtype)
     else:
         scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
-    done = _done_rows(cfg.out_path)
-    os.makedirs(os.path.dirname(os.path.abspath(cfg.out_path)), exist_ok=True)
-    with open(cfg.out_path + ".partial", "a", encoding="utf-8") as partial:
+    done = _done_rows(cfg.out)
+    os.makedirs(os.path.dirname(os.path.abspath(cfg.out)), exist_ok=True)
+    with open(cfg.out + ".partial", "a", encoding="utf-8") as partial:
         for out in score_rows(cfg, scorer, renderer, rows, done):
             partial.write(dumps_row(out))
             partial.flush()
@@ -340,9 +289,9 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
             done[out["instance_id"]] = out
     results = [done[r["instance_id"]] for r in rows]
     summary = summarize(results, cfg, cfg.model_name or os.path.basename(cfg.model_path.rstrip("/")))
-    with atomic_jsonl(cfg.out_path) as f:
+    with atomic_jsonl(cfg.out) as f:
         for out in results:
             f.write(dumps_row(out))
         f.write(dumps_row(summary))
-    os.unlink(cfg.out_path + ".partial")
+    os.unlink(cfg.out + ".partial")
     return summary

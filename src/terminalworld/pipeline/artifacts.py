@@ -1,13 +1,12 @@
-"""Every artifact's canonical name, hence its one path: `{MARIN_PREFIX}/{name}/{version}`.
+"""Every artifact's canonical name, hence its one path `{MARIN_PREFIX}/{name}/{version}`, and the
+names of the files inside artifact folders.
 
-The prefix defaults to the production bucket; `MARIN_PREFIX=/some/folder` remaps the same layout
-to a local folder. Versions are pinned in the experiment files, so paths are pinned too. Inside an
-artifact folder, file names are fixed here as well.
+Marin resolves the prefix (`MARIN_PREFIX`); the production experiment files pin it to `BUCKET`,
+the local demo to `./local-prefix`. Versions are pinned in the experiment files, so paths are
+pinned too. This module imports nothing, so every stage may name its files from here.
 """
 
 from __future__ import annotations
-
-import os
 
 BUCKET = "gs://marin-us-east5"
 
@@ -15,39 +14,51 @@ BUCKET = "gs://marin-us-east5"
 CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy (adopted)
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
-PRETRAIN_TEXT = "terminalworld/tokenized/pretrain"  # the local demo's base-model corpus text
+REPORT = "terminalworld/reports/world-model-probe"
+
+# Files inside artifact folders.
+CORPUS_FILES = "*.jsonl*"  # a corpus folder's trajectory shards
+TOKENIZED_ROWS = "rows.jsonl.gz"  # rendered rows, one per trajectory, in input order
+TOKENIZED_INPUTS = "inputs.jsonl.gz"  # the trajectories a tokenized artifact was rendered from
+PACKED_ROWS = "packed"  # folder of packed Levanter rows (packed-00000.jsonl.gz, ...)
+TRAINING_TOKENIZER = "training-tokenizer"  # the tokenizer whose eos is the document separator
+STATS = "stats.json"
+HF_EXPORT = "hf"  # a checkpoint artifact's final HF export (tokenizer and chat template included)
 
 
 def heldout(n: int) -> str:
+    """The held-out set of n rows."""
     return f"heldout/sim_ppl_heldout_{n}"
 
 
 def heldout_file(n: int) -> str:
+    """The rows file inside the held-out artifact of n rows."""
     return f"sim_ppl_heldout_{n}.jsonl"
 
 
+def subset_file(size: int) -> str:
+    """The file of one nested subset inside the subsets artifact."""
+    return f"subset-{size}.jsonl.gz"
+
+
 def tokenized(arm: str, scale: str) -> str:
+    """Rendered and packed rows of one loss-mask arm at one scale."""
     return f"terminalworld/tokenized/{arm}-{scale}"
 
 
 def checkpoint(arm: str, scale: str) -> str:
-    """Levanter checkpoints under checkpoints/, HF exports under hf/step-N."""
+    """Levanter checkpoints under checkpoints/, the final HF export under hf/."""
     return f"checkpoints/terminalworld/{arm}-{scale}"
 
 
 def scores(model: str) -> str:
+    """The world-model probe's scores of one model."""
     return f"sim-ppl-eval/sim_ppl_{model}"
 
 
 def scores_file(model: str) -> str:
+    """The scores file inside a scores artifact."""
     return f"sim_ppl_{model}.jsonl"
-
-
-REPORT = "terminalworld/reports/world-model-probe"
-
-
-def prefix() -> str:
-    return os.environ.get("MARIN_PREFIX", BUCKET)
 
 
 def scale_name(size: int) -> str:

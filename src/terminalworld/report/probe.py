@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from terminalworld.core.records import atomic_output, write_json
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
+from terminalworld.options import option
 
 
 def _f(x: float | None, nd: int = 2) -> str:
@@ -133,3 +135,18 @@ def write_comparison(paths: list[str], base: str, reference: str | None, out: st
         f.write(markdown(table).encode())
     table["plots"] = plots(results, table, out)
     return table
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """The probe table from scorer outputs."""
+
+    results: list[str] = option(positional=True, help="scorer outputs (one JSONL per checkpoint)")
+    base: str = option(help="model name of the base checkpoint")
+    out: str = option(help="output folder: report.md, metrics.json, plots")
+    reference: str | None = option(None, help="model name to count degradations against")
+
+
+def compare_main(cfg: CompareConfig) -> None:
+    """Write the comparison and print its table."""
+    print(markdown(write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out)))

@@ -1,4 +1,4 @@
-"""Levanter SFT on packed rows (see `levanter_data` for how rows become Levanter data).
+"""Levanter SFT on packed rows (see `train.packing` for how rows become Levanter data).
 
 `train_lm_config` builds the exact `TrainLmConfig` that runs on a TPU pod or, for tiny models, on
 CPU; `run_sft` runs it in this process.
@@ -7,55 +7,62 @@ CPU; `run_sft` runs it in this process.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+# Levanter's per-step HF exports, inside the output folder; the final one moves to `export_dir`.
+HF_STEPS = "hf-steps"
 
 
 @dataclass(frozen=True)
 class TinyQwen3:
     """A randomly initialised Qwen3 small enough to train on CPU in seconds."""
 
-    hidden_dim: int = 64
-    intermediate_dim: int = 128
-    num_layers: int = 2
-    num_heads: int = 4
-    num_kv_heads: int = 2
-    head_dim: int = 16
+    hidden_dim: int
+    intermediate_dim: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
 
 
 @dataclass(frozen=True)
 class SftRecipe:
-    """Optimisation and shapes; the defaults are the Phase 0 recipe (seeds): one epoch, LR 2e-5
-    cosine, warmup 0.03, min_lr_ratio 0.1, weight decay 0.1, max_grad_norm 30, data length 8192
-    in an architecture of 32768, seed 42."""
+    """Optimisation and shapes of one SFT run (the experiment files state the recipes): epochs,
+    batch, peak LR with cosine decay to `min_lr_ratio`, warmup fraction, weight decay, gradient
+    clipping, seed, the packed data length `seq_len` and the architecture's `max_seq_len`."""
 
-    epochs: float = 1.0
-    batch_size: int = 8
-    learning_rate: float = 2e-5
-    warmup: float = 0.03
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.1
-    max_grad_norm: float = 30.0
-    seed: int = 42
-    seq_len: int = 8192
-    max_seq_len: int = 32768
+    epochs: float
+    batch_size: int
+    learning_rate: float
+    warmup: float
+    min_lr_ratio: float
+    weight_decay: float
+    max_grad_norm: float
+    seed: int
+    seq_len: int
+    max_seq_len: int
     tiny: dict[str, int] | None = None  # TinyQwen3 fields: train from scratch (the local demo's base)
 
 
 @dataclass(frozen=True)
 class SftConfig:
+    """One Levanter run: packed rows, the training tokenizer, where checkpoints and exports go."""
+
     rows: list[str]  # packed rows (JSON Lines): input_ids + shifted loss_weights, seq_len each
     tokenizer: str  # folder of the training tokenizer, whose eos is the document separator
     cache_dir: str
-    output_dir: str  # Levanter checkpoints under checkpoints/RUN_ID, HF exports under hf/RUN_ID/step-N
+    output_dir: str  # Levanter checkpoints under checkpoints/RUN_ID, per-step HF exports under hf-steps/
+    export_dir: str  # the final HF export is moved here
     num_train_steps: int
-    recipe: SftRecipe = field(default_factory=SftRecipe)
+    recipe: SftRecipe
     initialize_from_hf: str | None = None  # an HF checkpoint to start from (else a TinyQwen3)
     tracker: str = "noop"  # noop | wandb (wandb runs offline unless WANDB_API_KEY is set)
     run_id: str = "sft"  # names the checkpoint and export folders, so a rerun resumes the same run
 
 
 def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str):
+    """Levanter data over our packed rows, read as prebuilt rows with their loss weights."""
     from levanter.data.text.datasets import DatasetComponent, LmDataConfig, UrlDatasetSourceConfig
     from levanter.data.text.formats import PrebuiltLmDatasetFormat
 
@@ -69,6 +76,7 @@ def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str):
 
 
 def train_lm_config(cfg: SftConfig):
+    """The exact `TrainLmConfig` of a run: a TPU pod's, or for tiny models this CPU's."""
     from levanter.checkpoint import CheckpointerConfig
     from levanter.main.train_lm import TrainLmConfig
     from levanter.models.qwen import Qwen3Config
@@ -77,7 +85,7 @@ def train_lm_config(cfg: SftConfig):
     from levanter.tracker.wandb import WandbConfig
     from levanter.trainer import TrainerConfig
 
-    out = Path(cfg.output_dir)
+    out = cfg.output_dir.rstrip("/")  # a string, so gs:// survives (pathlib would fold it to gs:/)
     r = cfg.recipe
     max_seq_len = r.max_seq_len
     if cfg.initialize_from_hf:
@@ -105,10 +113,8 @@ def train_lm_config(cfg: SftConfig):
         train_batch_size=r.batch_size,
         tracker=tracker,
         require_accelerator=False,
-        checkpointer=CheckpointerConfig(
-            base_path=str(out / "checkpoints"), save_interval=datetime.timedelta(minutes=30)
-        ),
-        log_dir=out / "logs",
+        checkpointer=CheckpointerConfig(base_path=f"{out}/checkpoints", save_interval=datetime.timedelta(minutes=30)),
+        log_dir=Path(out, "logs") if "://" not in out else Path("logs"),
         log_jaxprs=False,
         log_xla_hlo=False,
     )
@@ -128,17 +134,23 @@ def train_lm_config(cfg: SftConfig):
         optimizer=optimizer,
         initialize_from_hf=cfg.initialize_from_hf or False,
         use_hf_model_config=bool(cfg.initialize_from_hf),
-        hf_save_path=str(out / "hf"),
+        hf_save_path=f"{out}/{HF_STEPS}",
         hf_save_steps=cfg.num_train_steps,
     )
 
 
 def run_sft(cfg: SftConfig) -> str:
-    """Train, and return the folder of the final HF export."""
+    """Train, move the final HF export to `cfg.export_dir`, and return that folder."""
+    from fsspec.core import url_to_fs
     from levanter.main.train_lm import main
 
     main(train_lm_config(cfg))
-    exports = sorted((Path(cfg.output_dir) / "hf" / cfg.run_id).glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    fs, steps_dir = url_to_fs(f"{cfg.output_dir.rstrip('/')}/{HF_STEPS}/{cfg.run_id}")
+    exports = sorted(fs.glob(f"{steps_dir}/step-*"), key=lambda p: int(p.rsplit("-", 1)[1]))
     if not exports:
-        raise RuntimeError(f"training finished without an HF export under {cfg.output_dir}/hf")
-    return str(exports[-1])
+        raise RuntimeError(f"training finished without an HF export under {cfg.output_dir}/{HF_STEPS}")
+    _, dest = url_to_fs(cfg.export_dir)
+    if fs.exists(dest):
+        fs.rm(dest, recursive=True)
+    fs.mv(exports[-1], dest, recursive=True)
+    return cfg.export_dir

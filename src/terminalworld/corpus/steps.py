@@ -1,0 +1,114 @@
+"""The corpus stage as Marin steps: the corpus (recorded here, or adopted where it lies), nested
+training subsets, and the held-out set from repos unseen in training."""
+
+from __future__ import annotations
+
+import os
+
+from terminalworld.pipeline import artifacts
+from terminalworld.pipeline.step import Corpus, HeldoutSet, Subsets, joined, step
+
+
+def record_fn(*, out: str, trajectories: int, seed: int, max_output_chars: int) -> None:
+    """Record a real-shell corpus into `out`."""
+    from terminalworld.corpus.recorder import RecordConfig, record_corpus
+
+    record_corpus(RecordConfig(out=out, trajectories=trajectories, seed=seed, max_output_chars=max_output_chars))
+
+
+def recorded_corpus(*, trajectories: int, seed: int, max_output_chars: int, version: str) -> Corpus:
+    """A corpus recorded in the sandbox (the local demo's; SWE-ZERO's row format)."""
+    from marin.execution.lazy import OUT
+
+    return Corpus(
+        step(
+            artifacts.RECORDED_CORPUS,
+            record_fn,
+            version=version,
+            out=OUT,
+            trajectories=trajectories,
+            seed=seed,
+            max_output_chars=max_output_chars,
+        )
+    )
+
+
+def adopted_corpus(*, source: str, version: str) -> Corpus:
+    """The SWE-ZERO 12M copy, adopted where it already lies (nothing is recomputed)."""
+    from marin.execution.lazy import ArtifactStep
+
+    return Corpus(ArtifactStep.adopt(artifacts.CORPUS, version, source))
+
+
+def subsets_fn(*, corpus: str | list, out: str, sizes: list[int], seed: int) -> None:
+    """Nested subsets of the corpus files into `out`."""
+    from terminalworld.corpus.sampling import SubsetsConfig, make_subsets
+
+    make_subsets(SubsetsConfig(corpus=[joined(corpus)], out=out, sizes=",".join(str(s) for s in sizes), seed=seed))
+
+
+def subsets(*, corpus: Corpus, sizes: list[int], seed: int, resources=None, version: str) -> Subsets:
+    """Nested subsets of `sizes` (each smaller one a prefix of each larger one)."""
+    from marin.execution.lazy import OUT
+
+    return Subsets(
+        step(
+            artifacts.SUBSETS,
+            subsets_fn,
+            version=version,
+            resources=resources,
+            corpus=corpus.files,
+            out=OUT,
+            sizes=list(sizes),
+            seed=seed,
+        )
+    )
+
+
+def heldout_fn(*, corpus: str | list, train: str | list, out: str, file: str, n: int, context_turns: int, seed: int):
+    """The held-out rows into `{out}/{file}`."""
+    from terminalworld.corpus.sampling import HeldoutConfig, sample_heldout
+
+    sample_heldout(
+        HeldoutConfig(
+            corpus=[joined(corpus)],
+            train=[joined(train)],
+            out=os.path.join(out, file),
+            n=n,
+            context_turns=context_turns,
+            seed=seed,
+        )
+    )
+
+
+def heldout(
+    *,
+    corpus: Corpus,
+    subsets: Subsets,
+    train_size: int,
+    n: int,
+    context_turns: int,
+    seed: int,
+    resources=None,
+    version: str,
+) -> HeldoutSet:
+    """n held-out rows from repos unseen in the training subset of `train_size`."""
+    from marin.execution.lazy import OUT
+
+    file = artifacts.heldout_file(n)
+    return HeldoutSet(
+        step(
+            artifacts.heldout(n),
+            heldout_fn,
+            version=version,
+            resources=resources,
+            corpus=corpus.files,
+            train=subsets.subset(train_size),
+            out=OUT,
+            file=file,
+            n=n,
+            context_turns=context_turns,
+            seed=seed,
+        ),
+        file=file,
+    )

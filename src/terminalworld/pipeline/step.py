@@ -1,0 +1,167 @@
+"""How a stage becomes a Marin step, and the typed artifacts the stages' builders return.
+
+A builder (in each stage's `steps` module) wraps a plain top-level step function with `step()`:
+Marin's lazy `apply` addresses the artifact as `{prefix}/{name}/{version}` and fingerprints its
+literal inputs; resources travel with the step as Marin's `RemoteCallable` run, which Marin keeps
+out of the fingerprint. Locally (`resources=None`) a step runs in the driver's process.
+
+A file or folder inside an artifact is passed to a step function as `[artifact step, relative
+path]` (see `inside`); Marin resolves the step to its folder and `joined` gives the path back.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+# Written into a failing step's output folder: the full traceback of its failure.
+FAILURE_LOG = "failure.log"
+
+
+def step(name: str, fn: Callable[..., Any], *, version: str, resources: Any = None, **inputs: Any):
+    """A Marin `ArtifactStep` running `fn(**inputs)`; inputs may hold other steps (dependencies),
+    `[step, relpath]` pairs, and Marin's `OUT` (this step's output folder)."""
+    from marin.execution.lazy import apply
+
+    handle = apply(name, _keeps_traceback(fn), version=version, **inputs)
+    if resources is None:
+        return handle
+    from marin.execution.remote import remote
+
+    return replace(handle, run=remote(handle.run, resources=resources, name=name))
+
+
+def _keeps_traceback(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn`, writing the traceback of a failure to `{out}/failure.log` before re-raising it."""
+
+    @functools.wraps(fn)
+    def run(**kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs)
+        except BaseException:
+            out = kwargs.get("out")
+            if isinstance(out, str):
+                import fsspec
+
+                with fsspec.open(os.path.join(out, FAILURE_LOG), "w") as f:
+                    f.write(traceback.format_exc())
+            raise
+
+    return run
+
+
+def inside(artifact: Any, relpath: str) -> list:
+    """A step input naming `relpath` inside `artifact` (a typed artifact or a step)."""
+    return [getattr(artifact, "step", artifact), relpath]
+
+
+def joined(value: str | list) -> str:
+    """The path a step input names: a plain path as is, an `inside` pair joined."""
+    return os.path.join(*value) if isinstance(value, list) else value
+
+
+def describe_resources(handle: Any) -> str:
+    """Where a step runs, for the plan: adopted data, the driver's process, or its Fray resources."""
+    from marin.execution.remote import RemoteCallable
+
+    if handle.adopt_source is not None:
+        return "adopted (no compute)"
+    if not isinstance(handle.run, RemoteCallable):
+        return "local process"
+    device = getattr(handle.run.resources, "device", None)
+    kind = type(device).__name__.replace("Config", "").lower()
+    variant = getattr(device, "variant", None)
+    return f"{kind} {variant}" if variant and variant != kind else kind
+
+
+def is_cluster_sized(handle: Any) -> bool:
+    """Whether a step asks for accelerators (TPU or GPU), so it only makes sense on a cluster."""
+    return describe_resources(handle).split(" ")[0] in ("tpu", "gpu")
+
+
+@dataclass(frozen=True)
+class Built:
+    """A typed artifact: the Marin step that builds it; `path()` is its folder."""
+
+    step: Any
+
+    def path(self) -> str:
+        """The artifact's folder under the current prefix."""
+        return self.step.path()
+
+
+@dataclass(frozen=True)
+class Corpus(Built):
+    """A folder of trajectory shards."""
+
+    @property
+    def files(self) -> list:
+        """Step input naming the corpus files (a glob)."""
+        from terminalworld.pipeline.artifacts import CORPUS_FILES
+
+        return inside(self, CORPUS_FILES)
+
+
+@dataclass(frozen=True)
+class Subsets(Built):
+    """Nested training subsets."""
+
+    def subset(self, size: int) -> list:
+        """Step input naming the subset of `size`."""
+        from terminalworld.pipeline.artifacts import subset_file
+
+        return inside(self, subset_file(size))
+
+
+@dataclass(frozen=True)
+class HeldoutSet(Built):
+    """Held-out rows in one file."""
+
+    file: str
+
+    @property
+    def rows(self) -> list:
+        """Step input naming the rows file."""
+        return inside(self, self.file)
+
+
+@dataclass(frozen=True)
+class Tokenized(Built):
+    """Rendered and packed rows of one arm, with the tokenizers that made them."""
+
+
+@dataclass(frozen=True)
+class Checkpoint(Built):
+    """Levanter checkpoints and the final HF export."""
+
+    @property
+    def hf(self) -> list:
+        """Step input naming the final HF export (weights, tokenizer and chat template)."""
+        from terminalworld.pipeline.artifacts import HF_EXPORT
+
+        return inside(self, HF_EXPORT)
+
+
+@dataclass(frozen=True)
+class Scores(Built):
+    """The probe's scores of one model in one file."""
+
+    file: str
+    model_name: str
+
+
+@dataclass(frozen=True)
+class Report(Built):
+    """The probe comparison: report.json, report.md, metrics.json and plots."""
+
+
+Model = str | Checkpoint  # an HF id or folder, or a checkpoint artifact
+
+
+def model_input(model: Model | None) -> str | list | None:
+    """Step input for a model: its HF export for a checkpoint, the name itself otherwise."""
+    return model.hf if isinstance(model, Checkpoint) else model

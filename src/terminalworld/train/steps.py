@@ -1,0 +1,152 @@
+"""The training stage as Marin steps: one arm of rows rendered and packed for Levanter, and an SFT
+checkpoint trained on it with its final HF export."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict
+from typing import Any
+
+from terminalworld.pipeline import artifacts
+from terminalworld.pipeline.step import Checkpoint, Model, Subsets, Tokenized, joined, model_input, step
+from terminalworld.train.sft import SftRecipe
+
+
+def tokenize_fn(
+    *,
+    subset: str | list,
+    skip: int,
+    out: str,
+    arm: str,
+    tokenizer: str,
+    max_len: int,
+    seq_len: int,
+    separator: str = "<|endoftext|>",
+) -> None:
+    """Rows skip.. of a subset, rendered under one arm (`pretrain`: every token trained, plain LM
+    text), packed for Levanter, with the training tokenizer and `stats.json` beside them. The chosen
+    trajectories are kept as `inputs.jsonl.gz`; with nested subsets, skipping the smaller subset's
+    rows gives data held apart from it."""
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.records import atomic_jsonl, dumps_row, iter_records, write_json
+    from terminalworld.core.render import RenderConfig, render_file
+    from terminalworld.train.packing import PackStats, pack_rows, training_tokenizer
+
+    chosen = os.path.join(out, artifacts.TOKENIZED_INPUTS)
+    with atomic_jsonl(chosen) as f:
+        for i, rec in enumerate(iter_records(joined(subset))):
+            if i >= skip:
+                f.write(rec.line_bytes().decode())
+    rows_path = os.path.join(out, artifacts.TOKENIZED_ROWS)
+    stats = render_file(
+        RenderConfig(
+            tokenizer=tokenizer,
+            inputs=[chosen],
+            out=rows_path,
+            arm="full" if arm == "pretrain" else arm,
+            max_len=max_len,
+        )
+    )
+    rows = (r.value for r in iter_records(rows_path))
+    if arm == "pretrain":
+        rows = ({**r, "loss_weights": [1] * len(r["input_ids"])} for r in rows)
+    sep = load_tokenizer(tokenizer).convert_tokens_to_ids(separator)
+    pack = PackStats()
+    with atomic_jsonl(os.path.join(out, artifacts.PACKED_ROWS, "packed-00000.jsonl.gz")) as f:
+        for p in pack_rows(rows, seq_len, sep, pack):
+            f.write(dumps_row({"input_ids": p["input_ids"], "loss_weights": p["loss_weights"]}))
+    training_tokenizer(tokenizer, os.path.join(out, artifacts.TRAINING_TOKENIZER), separator)
+    write_json(
+        os.path.join(out, artifacts.STATS),
+        {**stats, "arm": arm, "seq_len": seq_len, "pack": asdict(pack), "render_tokenizer": tokenizer},
+    )
+
+
+def tokenized(
+    *,
+    subsets: Subsets,
+    size: int,
+    arm: str,
+    scale: str,
+    tokenizer: str,
+    max_len: int,
+    seq_len: int,
+    skip: int = 0,
+    resources=None,
+    version: str,
+) -> Tokenized:
+    """Rows skip..size of the subset of `size`, rendered under `arm` and packed to `seq_len`."""
+    from marin.execution.lazy import OUT
+
+    return Tokenized(
+        step(
+            artifacts.tokenized(arm, scale),
+            tokenize_fn,
+            version=version,
+            resources=resources,
+            subset=subsets.subset(size),
+            skip=skip,
+            out=OUT,
+            arm=arm,
+            tokenizer=tokenizer,
+            max_len=max_len,
+            seq_len=seq_len,
+        )
+    )
+
+
+def sft_fn(*, tokenized: str, out: str, recipe: dict[str, Any], init_from: str | list | None = None) -> None:
+    """Levanter training on a tokenized artifact; the final HF export lands in `{out}/hf` with the
+    rendering tokenizer and its chat template, so the scorer renders exactly as training did."""
+    from fsspec.core import url_to_fs
+
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.records import read_json
+    from terminalworld.train.sft import SftConfig, run_sft
+
+    r = SftRecipe(**recipe)
+    stats = read_json(os.path.join(tokenized, artifacts.STATS))
+    steps = max(1, math.ceil(stats["pack"]["sequences"] * r.epochs / r.batch_size))
+    fs, root = url_to_fs(tokenized)
+    hf = run_sft(
+        SftConfig(
+            rows=[fs.unstrip_protocol(p) for p in sorted(fs.glob(f"{root}/{artifacts.PACKED_ROWS}/*.jsonl.gz"))],
+            tokenizer=os.path.join(tokenized, artifacts.TRAINING_TOKENIZER),
+            cache_dir=os.path.join(out, "cache"),
+            output_dir=out,
+            export_dir=os.path.join(out, artifacts.HF_EXPORT),
+            num_train_steps=steps,
+            recipe=r,
+            initialize_from_hf=joined(init_from) if init_from else None,
+        )
+    )
+    load_tokenizer(stats["render_tokenizer"]).save_pretrained(hf)
+
+
+def checkpoint(
+    *,
+    tokenized: Tokenized,
+    arm: str,
+    scale: str,
+    recipe: SftRecipe,
+    init_from: Model | None = None,
+    resources=None,
+    version: str,
+) -> Checkpoint:
+    """SFT of `init_from` (an HF model or an earlier checkpoint; a tiny Qwen3 from scratch when
+    None and the recipe says `tiny`) on one tokenized arm."""
+    from marin.execution.lazy import OUT
+
+    return Checkpoint(
+        step(
+            artifacts.checkpoint(arm, scale),
+            sft_fn,
+            version=version,
+            resources=resources,
+            tokenized=tokenized.step,
+            out=OUT,
+            recipe=asdict(recipe),
+            init_from=model_input(init_from),
+        )
+    )
