@@ -56,10 +56,9 @@ def reference_messages(row, mode):
     return msgs
 
 
-def reference_score(model, tok, row, mode):
-    """Full logits at every position, float32 log-softmax, span by the last-character rule."""
-    import torch
-
+def reference_span(tok, row, mode):
+    """The whole render's token ids and the target span's positions, by plain string search and
+    the last-character rule (no code of the renderer or the scorer)."""
     msgs = reference_messages(row, mode)
     text = tok.apply_chat_template(msgs, tokenize=False)
     start = 0
@@ -71,11 +70,49 @@ def reference_score(model, tok, row, mode):
     enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
     span = [i for i, (s, e) in enumerate(enc["offset_mapping"]) if cs <= e - 1 < ce]
     span.append(next(i for i, (s, e) in enumerate(enc["offset_mapping"]) if s >= ce))
-    ids = torch.tensor([enc["input_ids"]])
+    return enc["input_ids"], span
+
+
+def reference_score(model, tok, row, mode):
+    """Full logits at every position, float32 log-softmax, span by the last-character rule."""
+    import torch
+
+    ids, span = reference_span(tok, row, mode)
     with torch.inference_mode():
-        logp = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
-    nll = [-float(logp[p - 1, enc["input_ids"][p]]) for p in span]
-    return len(span), float(np.mean(nll)), [enc["input_ids"][p] for p in span]
+        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
+    nll = [-float(logp[p - 1, ids[p]]) for p in span]
+    return len(span), float(np.mean(nll)), [ids[p] for p in span]
+
+
+def cut_to_depth(row, depth):
+    """The held-out row whose target is observation `depth` (1-based): the first depth - 1 pairs
+    as prefix."""
+    pairs = [*row["prefix"], [row["target_cmd"], row["target_env"]]]
+    cmd, env = pairs[depth - 1]
+    return dict(row, prefix=pairs[: depth - 1], target_cmd=cmd, target_env=env)
+
+
+def assert_summary_by_hand(summary, rows):
+    """The summary row recomputed from the scored rows with the standard library."""
+    import math
+    import statistics
+
+    scored = [r for r in rows if "skipped" not in r]
+    ppls = [r["ppl"] for r in scored]
+    tokens = sum(r["n_target_tokens"] for r in scored)
+    nll = math.fsum(r["sum_nll"] for r in scored)
+    assert summary["n_scored"] == len(scored) and summary["n_skipped"] == len(rows) - len(scored)
+    assert summary["total_target_tokens"] == tokens
+    assert summary["total_sum_nll"] == pytest.approx(nll, rel=1e-12)
+    assert summary["ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
+    assert summary["median_ppl"] == pytest.approx(statistics.median(ppls), rel=1e-12)
+    assert summary["mean_ppl"] == pytest.approx(statistics.fmean(ppls), rel=1e-12)
+    assert summary["n_ppl_gt_10"] == sum(p > 10 for p in ppls)
+    worst = scored[ppls.index(max(ppls))]
+    assert summary["worst"] == {k: worst[k] for k in ("instance_id", "repo", "ppl", "n_target_tokens")}
+    assert summary["skipped"] == [
+        {"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if r not in scored
+    ]
 
 
 @pytest.mark.parametrize("mode", ["agent", "sim"])
@@ -93,22 +130,51 @@ def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2
     for got, row in zip(lines[:-1], rows, strict=False):
         n, mean, _ = reference_score(smollm2, tok, row, mode)
         assert got["instance_id"] == row["instance_id"] and got["n_target_tokens"] == n
-        assert abs(got["mean_nll"] - mean) < 2e-3, (got["mean_nll"], mean)
+        # Both are float32 on CPU: they differ only by summation order (about 1e-6).
+        assert abs(got["mean_nll"] - mean) < 1e-4, (got["mean_nll"], mean)
         total_n, total_nll = total_n + n, total_nll + n * mean
-    assert abs(summary["ppl"] - float(np.exp(total_nll / total_n))) < 2e-3 * summary["ppl"]
+    assert abs(summary["ppl"] - float(np.exp(total_nll / total_n))) < 1e-4 * summary["ppl"]
     assert summary["total_target_tokens"] == total_n
+    assert_summary_by_hand(summary, lines[:-1])
+
+
+def test_summary_statistics_by_hand():
+    """Crafted rows where the median and mean PPL differ, a tie-free worst row, PPLs on both sides
+    of 10 and a skipped row."""
+    import math
+
+    from terminalworld.eval.scoring import summarize
+
+    nlls = {"a": (10, 0.5), "b": (3, 3.0), "c": (40, 1.0), "d": (7, 2.5)}
+    rows = [
+        {"instance_id": i, "repo": f"r/{i}", "n_target_tokens": n, "sum_nll": n * m, "mean_nll": m, "ppl": math.exp(m)}
+        for i, (n, m) in nlls.items()
+    ]
+    rows.insert(2, {"instance_id": "long", "repo": "r/long", "full_len": 9000, "skipped": "too long"})
+    cfg = ScoreConfig(model_path="m", heldout="h.jsonl", out="o.jsonl")
+    summary = summarize(rows, cfg, "m")
+    assert_summary_by_hand(summary, rows)
+    # The same values written out, so that the check above cannot share a mistake with this data.
+    assert summary["median_ppl"] == pytest.approx((math.exp(1.0) + math.exp(2.5)) / 2)
+    assert summary["mean_ppl"] == pytest.approx((math.exp(0.5) + math.exp(3.0) + math.exp(1.0) + math.exp(2.5)) / 4)
+    assert summary["ppl"] == pytest.approx(math.exp((5 + 9 + 40 + 17.5) / 60))
+    assert summary["n_ppl_gt_10"] == 2 and summary["worst"]["instance_id"] == "b" and summary["n_skipped"] == 1
 
 
 def test_agent_and_sim_share_the_target_tokens(heldout):
     _, rows = heldout
     tok = load_tokenizer("smollm2")
     for row in rows:
-        agent = reference_score_ids(tok, row, "agent")
-        sim = reference_score_ids(tok, row, "sim")
+        agent = scorer_target_ids(tok, row, "agent")
+        sim = scorer_target_ids(tok, row, "sim")
         assert agent == sim and len(agent) > 1
+        for mode in ("agent", "sim"):
+            ids, span = reference_span(tok, row, mode)
+            assert [ids[p] for p in span] == agent
 
 
-def reference_score_ids(tok, row, mode):
+def scorer_target_ids(tok, row, mode):
+    """The scorer's target span (renderer and `observation_spans`), as token ids."""
     from terminalworld.core.render import Renderer
     from terminalworld.eval.scoring import observation_spans
 
@@ -129,9 +195,25 @@ def test_prefix_subtraction_shifts_the_window_with_qwen3(heldout):
     prefix = tok.apply_chat_template(msgs[:-1], tokenize=True, return_dict=False)
     full = full["input_ids"] if isinstance(full, dict) else full
     prefix = prefix["input_ids"] if isinstance(prefix, dict) else prefix
-    ours = reference_score_ids(tok, row, "agent")
+    ours = scorer_target_ids(tok, row, "agent")
+    ref_ids, ref_span = reference_span(tok, row, "agent")
+    assert ref_ids == full and [full[p] for p in ref_span] == ours
+    # Where the target observation's header starts, and what the prefix render adds before it.
+    header = len(full) - 1 - full[::-1].index(tok.convert_tokens_to_ids("<|im_start|>"))
+    think = tok("<think>\n\n</think>\n\n", add_special_tokens=False)["input_ids"]
+    lead = tok("<|im_start|>user\nObservation:", add_special_tokens=False)["input_ids"]
+    assert (len(think), len(lead)) == (4, 6)
+    at = next(i for i in range(len(prefix)) if prefix[i : i + len(think)] == think)
+    assert tok.decode(prefix[at - 3 : at]) == "<|im_start|>assistant\n"  # the target command's turn
+    assert prefix[:at] + prefix[at + len(think) :] == full[:header] and len(prefix) == header + len(think)
+    # Our span: the content after "Observation:" up to and including <|im_end|>, not the newline after it.
+    assert ours == full[header + len(lead) : -1] and tok.convert_ids_to_tokens(ours[-1]) == "<|im_end|>"
+    # The seeds' window starts len(think) tokens into the header: it scores "ation" and ":" (2 tokens
+    # of harness text) and the trailing newline, and nothing else differs.
     seeds_window = full[len(prefix) :]
-    assert seeds_window != ours and len(seeds_window) < len(ours) + len("<|im_start|>user\nObservation:")
+    assert seeds_window == full[header + len(think) :]
+    assert tok.convert_ids_to_tokens(seeds_window[:2]) == ["ation", ":"] and seeds_window[2:-1] == ours
+    assert len(seeds_window) == len(ours) + 3 == 606
 
 
 def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypatch):
@@ -163,19 +245,37 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
     import terminalworld.eval.scoring as scoring
 
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
-    monkeypatch.setattr(smollm2.config, "max_position_embeddings", 1900)
+    # 2500 tokens: the shorter SWE-ZERO row (2406 tokens, "Observation: " at every depth) and the
+    # mini-swe-agent row (1745, no such prefix) are scored, the longer SWE-ZERO row (2655) skipped.
+    monkeypatch.setattr(smollm2.config, "max_position_embeddings", 2500)
     out = tmp_path / "d.jsonl"
     summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), all_depths=True))
     lines = scored_rows(out)
     skipped = [x for x in lines if "skipped" in x]
-    assert summary["n_skipped"] == len(skipped) >= 1 and "exceed the model's 1900" in skipped[0]["skipped"]
-    for got, row in zip(lines, rows, strict=False):
+    assert [x["instance_id"] for x in skipped] == ["rsteube__carapace-849#1"]
+    assert summary["n_skipped"] == len(skipped) and "exceed the model's 2500" in skipped[0]["skipped"]
+    assert_summary_by_hand(summary, lines)
+    families = {
+        "rsteube__carapace-849#0": ["find", "find", "ls", "ls"],
+        "github_issue": ["cat", "ls", "ls", "cat", "edit"],
+    }
+    tok = load_tokenizer("smollm2")
+    checked = 0
+    for got, row in zip(lines, rows, strict=True):
+        assert got["instance_id"] == row["instance_id"]
         if "skipped" in got:
             continue
         assert [d["depth"] for d in got["depths"]] == list(range(1, len(row["prefix"]) + 2))
+        assert [d["family"] for d in got["depths"]] == families[row["instance_id"]]
+        assert got["target_family"] == families[row["instance_id"]][-1]
         last = got["depths"][-1]
         assert (last["n_target_tokens"], last["sum_nll"]) == (got["n_target_tokens"], got["sum_nll"])
-        assert got["target_family"] in {"ls", "find", "grep", "cat", "sed", "git", "edit", "other"}
+        # Every depth against the reference on the row cut to that depth: same tokens, same NLL.
+        for d in got["depths"]:
+            n, mean, _ = reference_score(smollm2, tok, cut_to_depth(row, d["depth"]), "agent")
+            assert (d["n_target_tokens"], d["mean_nll"]) == (n, pytest.approx(mean, abs=1e-4)), d["depth"]
+            checked += 1
+    assert checked == 4 + 5
 
 
 def test_unknown_model_is_a_clear_error(heldout, tmp_path):

@@ -12,6 +12,8 @@ from terminalworld.errors import PackingError
 from terminalworld.train.packing import PackStats, pack_rows, shifted_weights, training_tokenizer
 
 SEQ_LEN = 2048
+# A randomly initialised Qwen3 small enough to train on CPU in seconds.
+TINY = {"hidden_dim": 64, "intermediate_dim": 128, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "head_dim": 16}
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +113,7 @@ def test_levanter_loss_is_the_masked_mean_over_our_trained_tokens(levanter_datas
     k = next(i for i, p in enumerate(packed) if len(p["instance_ids"]) >= 2)
     first_doc = sum(len(p["instance_ids"]) for p in packed[:k])
     docs = rows[first_doc : first_doc + len(packed[k]["instance_ids"])]
-    t = TinyQwen3()
+    t = TinyQwen3(**TINY)
     cfg = Qwen3Config(
         max_seq_len=SEQ_LEN,
         hidden_dim=t.hidden_dim,
@@ -148,13 +150,26 @@ def test_tiny_qwen3_trains_on_our_rows_and_exports_hf(levanter_dataset):
     from terminalworld.train.sft import SftConfig, SftRecipe, run_sft
 
     _packed, _ds, tokdir, path, tmp = levanter_dataset
-    recipe = SftRecipe(batch_size=1, learning_rate=1e-3, seq_len=SEQ_LEN, max_seq_len=SEQ_LEN)
+    recipe = SftRecipe(
+        epochs=1.0,
+        batch_size=1,
+        learning_rate=1e-3,
+        warmup=0.03,
+        min_lr_ratio=0.1,
+        weight_decay=0.1,
+        max_grad_norm=30.0,
+        seed=42,
+        seq_len=SEQ_LEN,
+        max_seq_len=SEQ_LEN,
+        tiny=TINY,
+    )
     hf = run_sft(
         SftConfig(
             rows=[str(path)],
             tokenizer=tokdir,
             cache_dir=str(tmp / "cache"),
             output_dir=str(tmp / "run"),
+            export_dir=str(tmp / "run" / "hf"),
             num_train_steps=2,
             recipe=recipe,
         )

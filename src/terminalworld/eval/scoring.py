@@ -6,12 +6,12 @@ its end-of-turn token. The conversation is rendered and tokenized once; the span
 by subtracting the length of a prefix render (Qwen3's template renders the last assistant turn
 differently when it is last, which shifts such a window).
 
-Agent mode renders the agent conversation; sim mode the seeds' dedicated-simulator framing. Both
+Agent mode renders the agent conversation; sim mode the write-up's dedicated-simulator framing. Both
 put the same target text in the same kind of slot, so a row has the same target tokens in both.
 
 Speed: the model body runs once per row; the LM head and a float32 log-softmax run only at the
-positions that predict span tokens, a chunk at a time (the seeds' script computed full-vocabulary
-logits at every position). `all_depths` scores every observation of the row in the same forward.
+positions that predict span tokens, a chunk at a time, so the head's cost and memory follow the
+span, not the whole sequence times the vocabulary. `all_depths` scores every observation of the row in the same forward.
 On CPU rows go one per forward (the matmuls are already large); on GPU and with vLLM they are
 batched, longest first.
 
@@ -45,6 +45,10 @@ Mode = Literal["agent", "sim"]
 
 @dataclass(frozen=True)
 class Span:
+    """One observation to score in a rendered row: its depth, its token positions, the command
+    family of the action it answers, and its length in characters without the `Observation: `
+    prefix."""
+
     depth: int  # 1-based index of the observation in the trajectory
     positions: np.ndarray  # token indices of the span (each predicted from the position before it)
     family: str
@@ -109,8 +113,8 @@ class HFScorer:
 
 
 class VLLMScorer:
-    """vLLM `prompt_logprobs`, indexing the observed token at every position (the seeds' attempt
-    read the rank-1 entry, i.e. the argmax token's log-probability)."""
+    """vLLM `prompt_logprobs`, reading the observed token's log-probability at every position,
+    whatever its rank (the rank-1 entry is the argmax token's, not the observed one's)."""
 
     def __init__(self, model_path: str, dtype: str, max_len: int | None = None):
         try:
@@ -127,6 +131,8 @@ class VLLMScorer:
         self.max_len = self.llm.llm_engine.model_config.max_model_len
 
     def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """log p(token[p] | tokens[:p]) at each row's positions (each p >= 1) as float64 arrays, in
+        the order of `items`; all rows go to one `generate` call."""
         from vllm.inputs import TokensPrompt
 
         prompts = [TokensPrompt(prompt_token_ids=ids.tolist()) for ids, _ in items]
@@ -144,6 +150,8 @@ def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndar
 
 
 def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
+    """Token count, summed NLL (nats), mean NLL and PPL (exp of the mean) of one span's
+    log-probabilities; mean and PPL are NaN for an empty span."""
     n = len(logprobs)
     s = float(-logprobs.sum())
     mean = s / n if n else float("nan")

@@ -19,6 +19,8 @@ def _f(x: float | None, nd: int = 2) -> str:
 
 
 def markdown(table: dict[str, Any]) -> str:
+    """A `metrics.compare` table as Markdown: the headline table (one row per checkpoint, "—" for
+    an absent value), then the length-bucket table."""
     cps = table["checkpoints"]
     m = table["n_common"]
     lines = [
@@ -63,6 +65,9 @@ def _pct(x: float | None) -> str:
 
 
 def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
+    """Write PNGs into the existing folder `out`, each atomically, and return their paths: the
+    per-trajectory PPL distribution, PPL paired against the base (when there are other checkpoints)
+    and PPL by depth (when any row has `depths`), over the trajectories every result scored."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -127,6 +132,8 @@ def _save(fig, out: str, name: str) -> str:
 
 
 def write_comparison(paths: list[str], base: str, reference: str | None, out: str) -> dict[str, Any]:
+    """Write `metrics.json`, `report.md` and the plots into `out` (created if needed), and return the
+    table with the plot paths under `plots`. Raises `ResultsError` as `read_results` and `compare` do."""
     results = [read_results(p) for p in paths]
     table = compare(results, base, reference)
     os.makedirs(out, exist_ok=True)

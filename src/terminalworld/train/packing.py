@@ -31,6 +31,9 @@ QWEN3_DOCUMENT_SEPARATOR = "<|endoftext|>"
 
 @dataclass
 class PackStats:
+    """Running totals of one packing pass: documents packed, sequences emitted, document tokens
+    (separators excluded), and padding tokens."""
+
     documents: int = 0
     sequences: int = 0
     tokens: int = 0
@@ -47,11 +50,13 @@ def shifted_weights(loss_weights: np.ndarray) -> np.ndarray:
 def pack_rows(
     rows: Iterable[dict[str, Any]], seq_len: int, separator_id: int, stats: PackStats | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Greedy first-fit packing in input order into rows of exactly `seq_len` tokens:
-    `{input_ids, loss_weights, instance_ids}` with Levanter-ready (shifted) weights.
+    """Greedy packing in input order into rows of exactly `seq_len` tokens: a row is emitted as soon
+    as the next document does not fit, and never reopened. Each row is `{input_ids, loss_weights,
+    instance_ids}` with Levanter-ready (shifted) weights; `stats`, when given, is updated in place.
 
     Each document is followed by one separator token, so a document may hold at most seq_len-1
-    tokens (render with `--max-len` below that)."""
+    tokens (render with `--max-len` below that). Raises `PackingError` for a longer document or one
+    that contains the separator."""
     stats = stats if stats is not None else PackStats()
     ids: list[np.ndarray] = []
     weights: list[np.ndarray] = []
@@ -71,6 +76,8 @@ def pack_rows(
     for row in rows:
         doc = np.asarray(row["input_ids"], dtype=np.int32)
         w = np.asarray(row["loss_weights"], dtype=np.float32)
+        if len(w) != len(doc):
+            raise PackingError(f"{row.get('instance_id')}: {len(w)} loss weights for {len(doc)} tokens")
         if len(doc) + 1 > seq_len:
             raise PackingError(
                 f"{row.get('instance_id')}: {len(doc)} tokens do not fit seq_len {seq_len} with a separator"

@@ -10,6 +10,8 @@ import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminalworld.errors import InputError
+
 # Levanter's per-step HF exports, inside the output folder; the final one moves to `export_dir`.
 HF_STEPS = "hf-steps"
 
@@ -93,7 +95,11 @@ def train_lm_config(cfg: SftConfig):
             max_seq_len=max_seq_len, tokenizer=cfg.tokenizer, reference_checkpoint=cfg.initialize_from_hf
         )
     else:
-        t = TinyQwen3(**(r.tiny or {}))
+        if not r.tiny:
+            raise InputError(
+                "a run needs a model: initialize_from_hf, or the recipe's tiny shape to train from scratch"
+            )
+        t = TinyQwen3(**r.tiny)
         model = Qwen3Config(
             max_seq_len=max_seq_len,
             hidden_dim=t.hidden_dim,

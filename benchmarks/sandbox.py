@@ -1,0 +1,153 @@
+"""Per-command cost of the sandbox: the pre-hardening bwrap command line against the hardened one.
+
+    uv run python benchmarks/sandbox.py [--rounds 5] [--per-round 40] [--out benchmarks/results/sandbox.json]
+
+Rollouts run millions of commands, so what hardening adds per command matters. Both methods run the
+same commands over the same repository copy (the project's own Python sources, about 100 files),
+interleaved round by round so that a busy machine slows both alike:
+
+- before: the sandbox as it was before hardening, reconstructed here: bwrap run by the caller with
+  its own uid (root here), no user namespace, system folders bound as they were, an unsized /tmp,
+  only the file-size and core limits, read the same way;
+- after: `terminalworld.env.sandbox.Sandbox.run` (user namespace, all capabilities dropped, host
+  uid switch on a root host, masked secrets, sized tmpfs, RLIMITs or a cgroup, disk cap measured
+  after each command, exact output accounting, limit notes).
+
+Commands: `true` (pure start-up cost), `ls`, and `grep -rn` over the tree. Reported: commands per
+second (median over rounds) and the added milliseconds per command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+COMMANDS = {"true": "true", "ls": "ls -la", "grep": 'grep -rn "def " . | wc -l'}
+
+
+def before_argv(bwrap: str, repo: str, command: str) -> list[str]:
+    """The command line the sandbox used before hardening (its flags and binds, reconstructed)."""
+    binds: list[str] = []
+    for d in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(d):
+            binds += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            binds += ["--ro-bind", d, d]
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp/home", "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
+    env |= {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1"}
+    setenv = [x for k, v in env.items() for x in ("--setenv", k, v)]
+    flags = "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent --new-session"
+    limits = f'ulimit -f {(64 << 20) // 1024} -c 0; exec /bin/bash -c "$1"'
+    return [
+        bwrap,
+        *flags.split(),
+        *binds,
+        *"--proc /proc --dev /dev --tmpfs /tmp --dir /tmp/home".split(),
+        *["--bind", repo, "/testbed", "--chdir", "/testbed", "--hostname", "sandbox", "--clearenv", *setenv],
+        *["/bin/bash", "-c", limits, "bash", command],
+    ]
+
+
+def run_before(argv: list[str]) -> bytes:
+    """Run one command the way the old `Sandbox.run` did: one pipe, select and read until EOF."""
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    assert proc.stdout is not None
+    fd, out = proc.stdout.fileno(), bytearray()
+    while True:
+        ready, _, _ = select.select([fd], [], [], 10.0)
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
+            break
+        out += chunk
+    proc.stdout.close()
+    proc.wait()
+    return bytes(out)
+
+
+def make_repo() -> str:
+    """A repository copy every uid may reach: the project's own sources, as a fresh folder."""
+    base = tempfile.mkdtemp(prefix="tw-bench-")
+    os.chmod(base, 0o711)
+    repo = os.path.join(base, "repo")
+    shutil.copytree(HERE.parent / "src" / "terminalworld", repo, ignore=shutil.ignore_patterns("__pycache__"))
+    return repo
+
+
+def main() -> None:
+    from terminalworld.core.records import write_json
+    from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path, memory_limit_kind
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--per-round", type=int, default=40, help="commands of each kind per method per round")
+    p.add_argument("--out", default=str(HERE / "results" / "sandbox.json"))
+    a = p.parse_args()
+
+    repo = make_repo()
+    try:
+        sandbox = Sandbox(repo, SandboxConfig())
+        bwrap = bwrap_path()
+        files = sum(len(f) for _, _, f in os.walk(repo))
+        # Both must print the same thing, or the comparison is not like for like.
+        for cmd in COMMANDS.values():
+            old = run_before(before_argv(bwrap, repo, cmd)).decode()
+            new = sandbox.run(cmd).output
+            assert old.replace("nobody", "root") == new or cmd.startswith("ls"), (cmd, old, new)
+        methods = {
+            "before": lambda cmd: run_before(before_argv(bwrap, repo, cmd)),
+            "after": sandbox.run,
+        }
+        rates: dict[str, dict[str, list[float]]] = {m: {c: [] for c in COMMANDS} for m in methods}
+        for _ in range(a.rounds):
+            for name, cmd in COMMANDS.items():
+                for method, fn in methods.items():
+                    t0 = time.perf_counter()
+                    for _ in range(a.per_round):
+                        fn(cmd)
+                    rates[method][name].append(a.per_round / (time.perf_counter() - t0))
+    finally:
+        shutil.rmtree(os.path.dirname(repo), ignore_errors=True)
+
+    rows = []
+    for name, cmd in COMMANDS.items():
+        before = statistics.median(rates["before"][name])
+        after = statistics.median(rates["after"][name])
+        rows.append(
+            {
+                "command": cmd,
+                "before_per_s": before,
+                "after_per_s": after,
+                "added_ms": 1000 / after - 1000 / before,
+                "ratio_after_over_before": after / before,
+            }
+        )
+    report = {
+        "repo_files": files,
+        "cpus": os.cpu_count(),
+        "load_avg_1m_at_end": os.getloadavg()[0],
+        "host_uid": os.geteuid(),
+        "memory_limit": memory_limit_kind(),
+        "rounds": a.rounds,
+        "per_round": a.per_round,
+        "commands": rows,
+        "raw_per_s": rates,
+    }
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    write_json(a.out, report)
+    print(f"{'command':<28} {'before/s':>9} {'after/s':>9} {'added ms':>9}")
+    for r in rows:
+        print(f"{r['command']:<28} {r['before_per_s']:>9.1f} {r['after_per_s']:>9.1f} {r['added_ms']:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from terminalworld.env.sandbox import Sandbox, SandboxConfig
+
+
+@pytest.fixture
+def workdir():
+    """A folder every uid may traverse (a root host runs sandboxes as an unprivileged uid, which must
+    reach the repository), removed afterwards."""
+    base = Path(tempfile.mkdtemp(prefix="tw-test-"))
+    base.chmod(0o711)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def repo(workdir):
+    r = workdir / "repo"
+    r.mkdir()
+    (r / "a.txt").write_text("hello\n")
+    return r
+
+
+@pytest.fixture
+def make_sandbox(repo):
+    """Sandbox over `repo` with a short wall limit; keyword arguments override `SandboxConfig`."""
+
+    def make(**overrides) -> Sandbox:
+        return Sandbox(str(repo), SandboxConfig(**{"timeout_s": 5.0, **overrides}))
+
+    return make
+
+
+@pytest.fixture
+def sandbox(make_sandbox):
+    return make_sandbox()
+
+
+@pytest.fixture
+def token():
+    """A string unique to this test, to find its processes and files on the host."""
+    return f"tw{uuid.uuid4().hex[:12]}"
+
+
+def host_uid() -> int:
+    """The host uid sandboxes run as: the caller's own, or 65534 when the caller is root."""
+    return 65534 if os.geteuid() == 0 else os.geteuid()
+
+
+def host_snapshot() -> dict[str, object]:
+    """What an escaped command would change first: this process's mount table and the system folders."""
+    return {
+        "mounts": Path("/proc/self/mountinfo").read_text(),
+        **{d: sorted(os.listdir(d)) for d in ("/", "/usr", "/etc", "/usr/bin")},
+    }
+
+
+def host_processes_with(text: str) -> list[str]:
+    """Command lines of host processes (any namespace) that contain `text`."""
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if text in line and "ps -eo" not in line]
+
+
+@pytest.fixture
+def listener():
+    """A TCP listener on the host's 127.0.0.1; yields (port, socket) and reports whether anyone connected."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    s.settimeout(0.2)
+    yield s.getsockname()[1], s
+    s.close()
