@@ -8,7 +8,12 @@ Each method runs in its own process so peak RSS is its own:
 
 - ours: `make_subsets` (one streaming pass, bounded heap) and `sample_heldout`;
 - load-all: the obvious script — read every row into a list, shuffle with the seed, slice the
-  subsets, then scan for unseen repos — whose memory grows with the corpus.
+  subsets, then scan for unseen repos — whose memory grows with the corpus. It does the same work
+  as ours: every record parsed and validated as a trajectory by the same reader, bad records
+  counted, every row scanned for held-out eligibility (no early stop), and the same files written
+  (subsets, their manifest, held-out rows in the seeds' schema, the held-out manifest).
+
+    uv run python benchmarks/sampling.py --smoke   # 2,000 rows in a temp folder: checks the harness only
 """
 
 from __future__ import annotations
@@ -58,31 +63,58 @@ OURS = """
 import sys
 from terminalworld.corpus.sampling import SubsetsConfig, HeldoutConfig, make_subsets, sample_heldout
 corpus, out, sizes, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-make_subsets(SubsetsConfig(corpus=corpus, out=out, sizes=sizes, seed=42))
+make_subsets(SubsetsConfig(corpus=[corpus], out=out, sizes=sizes, seed=42))
 largest = max(int(s) for s in sizes.split(","))
 sample_heldout(HeldoutConfig(corpus=[corpus], train=[f"{out}/subset-{largest}.jsonl.gz"], out=f"{out}/heldout.jsonl", n=n, seed=42))
 import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
+# The same work as OURS (an earlier version parsed nothing, stopped at the n-th held-out row and
+# wrote no held-out file, which flattered it): the project's reader and trajectory parser on every
+# record, bad records counted, the full eligibility scan, and the same output files and manifests.
 LOAD_ALL = """
-import glob, gzip, json, random, sys
+import json, random, sys
+from collections import Counter
+from terminalworld.core.formats import iter_trajectories
+from terminalworld.core.heldout import heldout_row, observed_prefix
+from terminalworld.core.records import BadLine, atomic_jsonl, dumps_row, write_json
 corpus, out, sizes, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-rows = [json.loads(l) for p in sorted(glob.glob(corpus)) for l in gzip.open(p, "rt")]
+context_turns, counts, bad = 14, Counter(), []
+rows = []  # (JSON line, trajectory) of every valid record
+for item in iter_trajectories([corpus]):
+    counts["scanned"] += 1
+    if isinstance(item, BadLine):
+        counts["malformed"] += 1
+        bad.append(item.to_json())
+    else:
+        rows.append((item[0].line_bytes().decode(), item[1]))
 rng = random.Random(42)
 rng.shuffle(rows)
 sizes = sorted(int(s) for s in sizes.split(","))
 for s in sizes:
-    with gzip.open(f"{out}/subset-{s}.jsonl.gz", "wt") as f:
-        for r in rows[:s]:
-            f.write(json.dumps(r) + "\\n")
-train = rows[: sizes[-1]]
-repos, ids = {r["repo"] for r in train}, {r["instance_id"] for r in train}
-picked, seen = [], set()
-for r in rows[sizes[-1]:]:
-    if r["repo"] not in repos and r["instance_id"] not in ids and r["repo"] not in seen and len(r["messages"]) >= 32:
-        picked.append(r); seen.add(r["repo"])
-    if len(picked) == n:
-        break
+    with atomic_jsonl(f"{out}/subset-{s}.jsonl.gz") as f:
+        for line, _ in rows[:s]:
+            f.write(line)
+write_json(f"{out}/manifest.json", {"corpus": corpus, "seed": 42, "sizes": sizes, "bad_lines": bad[:100], **counts})
+train = [t for _, t in rows[: sizes[-1]]]
+repos, ids = {t.repo for t in train}, {t.instance_id for t in train}
+picked = {}  # repo -> its first eligible row in shuffled order
+for _, t in rows:
+    if observed_prefix(t) < context_turns + 1:
+        counts["too_short"] += 1
+    elif t.repo in repos:
+        counts["excluded_repo"] += 1
+    elif t.instance_id in ids:
+        counts["excluded_instance"] += 1
+    else:
+        counts["eligible"] += 1
+        if t.repo not in picked:
+            picked[t.repo] = heldout_row(t, context_turns)
+chosen = list(picked.values())[:n]
+with atomic_jsonl(f"{out}/heldout.jsonl") as f:
+    for row in chosen:
+        f.write(dumps_row(row))
+write_json(f"{out}/heldout.jsonl.manifest.json", {"n": n, "eligible_repos": len(picked), "selected": len(chosen), **counts})
 import resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
@@ -104,7 +136,11 @@ def main() -> None:
     p.add_argument("--n", type=int, default=100)
     p.add_argument("--data", default=str(HERE / ".data" / "sampling"))
     p.add_argument("--out", default=str(HERE / "results" / "sampling.json"))
+    p.add_argument("--smoke", action="store_true", help="2,000 rows, small sizes, temp folders: checks the harness")
     a = p.parse_args()
+    if a.smoke:  # its numbers mean nothing; it never touches the cached corpus or the published results
+        tmp = tempfile.mkdtemp()
+        a.trajectories, a.sizes, a.n, a.data, a.out = 2000, "100,500", 5, f"{tmp}/data", f"{tmp}/sampling.json"
     data = Path(a.data)
     data.mkdir(parents=True, exist_ok=True)
     if (
@@ -115,11 +151,13 @@ def main() -> None:
         (data / "n.json").write_text(json.dumps(a.trajectories))
     corpus = str(data / "corpus-*.jsonl.gz")
     corpus_bytes = sum(f.stat().st_size for f in data.glob("corpus-*.jsonl.gz"))
-    results = {}
+    results, written = {}, {}
     for name, code in (("ours", OURS), ("load_all", LOAD_ALL)):
         with tempfile.TemporaryDirectory() as out:
             results[name] = measure(code, [corpus, out, a.sizes, str(a.n)])
+            written[name] = sorted(os.listdir(out))
         results[name]["trajectories_per_s"] = a.trajectories / results[name]["wall_s"]
+    assert written["ours"] == written["load_all"], f"the methods wrote different files: {written}"
     report = {
         "trajectories": a.trajectories,
         "corpus_gz_mib": corpus_bytes / 2**20,

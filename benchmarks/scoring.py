@@ -1,6 +1,7 @@
 """Scoring held-out rows: the seeds' method against ours, whole process, on CPU.
 
     uv run python benchmarks/scoring.py [--only smollm2,qwen3,depths] [--out benchmarks/results/scoring.json]
+    uv run python benchmarks/scoring.py --smoke   # one short row per measurement, a minute; results to a temp file
 
 Three measurements, each method in a fresh process (imports and model load included) that reports
 its own peak RSS:
@@ -17,8 +18,12 @@ The seeds' method: render the prefix (up to the target command) and the full con
 forward with full-vocabulary float32 logits and log-softmax at every position, score
 `full[len(prefix):]`. Its forward is timed in parts (body, then the LM head at every position, then
 the log-softmax; the same work as `model(ids).logits`), which shows how much of its time is the
-body that any exact scorer must run once per forward. The seeds' process also
-evaluates our span from its own full logits, which gives the NLL agreement on the same tokens.
+body that any exact scorer must run once per forward. The seeds' process runs only the seeds' own
+code (transformers and torch; the model and tokenizer folders are resolved beforehand): our span
+positions are computed here, before it starts, and passed in, and it reads our span's NLL from its
+own full logits outside the timed parts, which gives the NLL agreement on the same tokens. It runs
+twice: as the seeds ran it (the body's default `use_cache`, which builds a KV cache nobody reads),
+and with `use_cache=False` as ours does, so peak memory is reported both ways.
 
 Ours: `terminalworld.eval.scoring.score` (body once, head + float32 log-softmax at span positions only).
 """
@@ -57,14 +62,12 @@ QWEN3_0_6B = dict(
 
 SEEDS = r"""
 import json, resource, sys, time, torch
-from transformers import AutoModelForCausalLM
-from terminalworld.core.assets import hf_folder, load_tokenizer
-from terminalworld.core.render import Renderer
-from terminalworld.eval.scoring import observation_spans
-from terminalworld.core.heldout import heldout_trajectory
-model_path, heldout, out, depths = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
-tok = load_tokenizer(model_path)
-model = AutoModelForCausalLM.from_pretrained(hf_folder(model_path, "model"), dtype=torch.float32).eval()
+from transformers import AutoModelForCausalLM, AutoTokenizer
+tok_dir, model_dir, heldout, spans, out, depths, cache = sys.argv[1:8]
+depths, kw = depths == "1", ({} if cache == "default" else {"use_cache": False})
+tok = AutoTokenizer.from_pretrained(tok_dir)
+model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+ours = iter(json.load(open(spans)))
 res = []
 for line in open(heldout):
     row = json.loads(line)
@@ -82,7 +85,7 @@ for line in open(heldout):
         ids = tok(full, add_special_tokens=False)["input_ids"]
         t1 = time.perf_counter()
         with torch.inference_mode():
-            hidden = model.model(input_ids=torch.tensor([ids])).last_hidden_state
+            hidden = model.model(input_ids=torch.tensor([ids]), **kw).last_hidden_state
             t2 = time.perf_counter()
             logits = model.lm_head(hidden)[0].float()
             t3 = time.perf_counter()
@@ -90,15 +93,15 @@ for line in open(heldout):
             t4 = time.perf_counter()
         window = list(range(len(p_ids), len(ids)))
         seeds_nll = [-float(logp[p - 1, ids[p]]) for p in window]
-        # Our span, from these full logits: for the agreement check (outside the timed parts).
-        cut = dict(row, prefix=pairs[: d - 1], target_cmd=pairs[d - 1][0], target_env=pairs[d - 1][1])
-        traj = heldout_trajectory(cut)
-        (span,) = observation_spans(Renderer(tok).render(traj), traj, all_depths=False)
-        ours_nll = [-float(logp[p - 1, ids[p]]) for p in span.positions]
+        # Our span (positions computed before this process started), read from these full logits.
+        span = next(ours)
+        assert (span["instance_id"], span["depth"]) == (row["instance_id"], d)
+        ours_nll = [-float(logp[p - 1, ids[p]]) for p in span["positions"]]
         del hidden, logits, logp
         res.append({"instance_id": row["instance_id"], "depth": d, "full_len": len(ids), "seeds_n": len(window),
                     "seeds_mean_nll": sum(seeds_nll) / len(window), "span_n": len(ours_nll),
-                    "span_mean_nll_full_logits": sum(ours_nll) / len(ours_nll), "render_tokenize_s": t1 - t0,
+                    "span_mean_nll_full_logits": sum(ours_nll) / len(ours_nll),
+                    "same_tokens_as_ours": ids == span["input_ids"], "render_tokenize_s": t1 - t0,
                     "body_s": t2 - t1, "head_s": t3 - t2, "log_softmax_s": t4 - t3})
 json.dump(res, open(out, "w"))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
@@ -152,6 +155,34 @@ def build_heldout(path: Path, tokenizer: str, source: Path, n_rows: int, target_
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+def our_spans(path: Path, heldout: Path, tokenizer: str, depths: bool) -> None:
+    """Our target span of every (row, depth) the seeds' process scores, in its order: the whole
+    render's ids and the span's positions, written for that process to read."""
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.heldout import heldout_trajectory
+    from terminalworld.core.render import Renderer
+    from terminalworld.eval.scoring import observation_spans
+
+    renderer, out = Renderer(load_tokenizer(tokenizer)), []
+    for line in heldout.read_text().splitlines():
+        row = json.loads(line)
+        pairs = [*row["prefix"], [row["target_cmd"], row["target_env"]]]
+        for d in range(1 if depths else len(pairs), len(pairs) + 1):
+            cut = dict(row, prefix=pairs[: d - 1], target_cmd=pairs[d - 1][0], target_env=pairs[d - 1][1])
+            traj = heldout_trajectory(cut)
+            r = renderer.render(traj)
+            (span,) = observation_spans(r, traj, all_depths=False)
+            out.append(
+                {
+                    "instance_id": row["instance_id"],
+                    "depth": d,
+                    "input_ids": r.input_ids.tolist(),
+                    "positions": span.positions.tolist(),
+                }
+            )
+    path.write_text(json.dumps(out))
+
+
 def run(code: str, *args: str) -> dict[str, float]:
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
@@ -163,17 +194,27 @@ def run(code: str, *args: str) -> dict[str, float]:
 def measure(name: str, model: str, model_label: str, source: Path, n_rows: int, target_len: int, depths: bool) -> dict:
     from terminalworld.core.assets import hf_folder, load_tokenizer
 
-    load_tokenizer(model), hf_folder(model, "model")  # convert a GGUF once, outside the timings
+    load_tokenizer(model)  # convert a GGUF once, outside the timings
+    folders = [hf_folder(model, "tokenizer"), hf_folder(model, "model")]
     with tempfile.TemporaryDirectory() as tmp:
-        heldout = Path(tmp) / "heldout.jsonl"
+        heldout, spans = Path(tmp) / "heldout.jsonl", Path(tmp) / "spans.json"
         build_heldout(heldout, model, source, n_rows, target_len)
         flag = "1" if depths else "0"
+        our_spans(spans, heldout, model, depths)  # outside the seeds' process: it runs only their code
         print(f"{name}: seeds' method ...", flush=True)
-        seeds = run(SEEDS, model, str(heldout), f"{tmp}/seeds.json", flag)
+        seeds = run(SEEDS, *folders, str(heldout), str(spans), f"{tmp}/seeds.json", flag, "default")
+        print(f"{name}: seeds' method, use_cache=False ...", flush=True)
+        seeds_no_cache = run(SEEDS, *folders, str(heldout), str(spans), f"{tmp}/seeds_no_cache.json", flag, "off")
         print(f"{name}: ours ...", flush=True)
         ours = run(OURS, model, str(heldout), f"{tmp}/ours.jsonl", flag)
         seeds_rows = json.loads(Path(f"{tmp}/seeds.json").read_text())
+        no_cache_rows = json.loads(Path(f"{tmp}/seeds_no_cache.json").read_text())
         ours_rows = [json.loads(x) for x in Path(f"{tmp}/ours.jsonl").read_text().splitlines()][:-1]
+    assert all(s["same_tokens_as_ours"] for s in seeds_rows), "the seeds' tokens must be ours to compare spans"
+    cache_effect = max(
+        abs(a["seeds_mean_nll"] - b["seeds_mean_nll"]) for a, b in zip(seeds_rows, no_cache_rows, strict=True)
+    )
+    assert cache_effect < 1e-5, f"use_cache changed the seeds' NLLs by {cache_effect}"
     ours_spans = [(d["n_target_tokens"], d["mean_nll"]) for o in ours_rows for d in (o["depths"] if depths else [o])]
     assert len(ours_spans) == len(seeds_rows), "both methods must score the same spans"
     head_and_softmax = sum(s["head_s"] + s["log_softmax_s"] for s in seeds_rows)
@@ -184,10 +225,13 @@ def measure(name: str, model: str, model_label: str, source: Path, n_rows: int, 
         "full_len": [o["full_len"] for o in ours_rows],
         "spans": [{**s, "ours_n": n, "ours_mean_nll": m} for s, (n, m) in zip(seeds_rows, ours_spans, strict=False)],
         "seeds": seeds,
+        "seeds_no_cache": seeds_no_cache,
         "ours": ours,
         "seeds_head_and_log_softmax_s": head_and_softmax,
         "time_ratio_ours_over_seeds": ours["wall_s"] / seeds["wall_s"],
         "memory_ratio_ours_over_seeds": ours["peak_rss_mib"] / seeds["peak_rss_mib"],
+        "memory_ratio_ours_over_seeds_no_cache": ours["peak_rss_mib"] / seeds_no_cache["peak_rss_mib"],
+        "time_ratio_ours_over_seeds_no_cache": ours["wall_s"] / seeds_no_cache["wall_s"],
         # The seeds' process less its full-vocabulary head and log-softmax: what skipping that work
         # alone gives at the same forwards (the rest is the body, which an exact scorer must run).
         "time_ratio_seeds_less_head": (seeds["wall_s"] - head_and_softmax) / seeds["wall_s"],
@@ -214,12 +258,16 @@ def plot(report: dict, path: Path) -> None:
         (axes[1], "peak_rss_mib", "peak RSS (MiB)"),
     ):
         x = range(len(names))
-        seeds = [report["measurements"][n]["seeds"][key] for n in names]
-        ours = [report["measurements"][n]["ours"][key] for n in names]
-        ax.bar([i - 0.2 for i in x], seeds, 0.4, label="seeds' method", color="#b0b0b0")
-        ax.bar([i + 0.2 for i in x], ours, 0.4, label="ours", color="#2a6fb0")
+        ms = [report["measurements"][n] for n in names]
+        seeds = [m["seeds"][key] for m in ms]
+        # Results from before the use_cache=False run have no such bar (height 0).
+        no_cache = [m.get("seeds_no_cache", {}).get(key, 0) for m in ms]
+        ours = [m["ours"][key] for m in ms]
+        ax.bar([i - 0.27 for i in x], seeds, 0.27, label="seeds' method", color="#b0b0b0")
+        ax.bar(list(x), no_cache, 0.27, label="seeds' method, use_cache=False", color="#707070")
+        ax.bar([i + 0.27 for i in x], ours, 0.27, label="ours", color="#2a6fb0")
         for i, (s, o) in enumerate(zip(seeds, ours, strict=False)):
-            ax.text(i + 0.2, o, f"{o / s:.2f}×", ha="center", va="bottom", fontsize=9)
+            ax.text(i + 0.27, o, f"{o / s:.2f}×", ha="center", va="bottom", fontsize=9)
         ax.set_xticks(list(x), names)
         ax.set_title(label, fontsize=10)
     axes[0].legend(fontsize=8)
@@ -240,10 +288,15 @@ def main() -> None:
     from terminalworld.core.records import write_json
 
     p = argparse.ArgumentParser()
-    p.add_argument("--only", default=",".join(MEASUREMENTS))
-    p.add_argument("--out", default=str(HERE / "results" / "scoring.json"))
+    p.add_argument("--only", default=None, help=f"comma-separated, of {list(MEASUREMENTS)} (default: all)")
+    p.add_argument("--out", default=None, help="default: benchmarks/results/scoring.json (smoke: a temp file)")
+    p.add_argument("--smoke", action="store_true", help="one row of at most 1,500 tokens per measurement")
     a = p.parse_args()
-    names = a.only.split(",")
+    # A smoke run checks the harness end to end in about a minute; its numbers mean nothing, so it
+    # skips the 0.6B model build by default and never writes over the published results.
+    names = (a.only or ("smollm2,depths" if a.smoke else ",".join(MEASUREMENTS))).split(",")
+    if a.out is None:
+        a.out = tempfile.mkdtemp() + "/scoring-smoke.json" if a.smoke else str(HERE / "results" / "scoring.json")
     if unknown := [n for n in names if n not in MEASUREMENTS]:
         raise SystemExit(f"unknown measurement(s) {unknown}; choose from {list(MEASUREMENTS)}")
     out = Path(a.out)
@@ -253,6 +306,8 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     for name in names:
         model, label, source, n_rows, target_len, depths = MEASUREMENTS[name]
+        if a.smoke:
+            n_rows, target_len = 1, min(target_len, 1500)
         m = measure(name, model() if callable(model) else model, label, source, n_rows, target_len, depths)
         report["measurements"][name] = m
         print(json.dumps({k: v for k, v in m.items() if k != "spans"}, indent=2), flush=True)

@@ -50,6 +50,7 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.env.sandbox import ExecConfig, exec_main
     from terminalworld.eval.scoring import ScoreConfig, score
     from terminalworld.report.probe import CompareConfig, compare_main
+    from terminalworld.report.site import DocsBuildConfig, build_docs
 
     return [
         (("corpus", "record"), "record real-shell trajectories in SWE-ZERO format", RecordConfig, record_corpus),
@@ -60,6 +61,7 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
         (("score",), "env-token PPL of a model on held-out rows (resumable)", ScoreConfig, score),
         (("compare",), "the probe table, plots and metrics.json from scorer outputs", CompareConfig, compare_main),
         (("sandbox", "exec"), "run one command in the sandbox; print what an agent would see", ExecConfig, exec_main),
+        (("docs", "build"), "the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
     ]
 
 

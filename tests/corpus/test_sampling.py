@@ -187,3 +187,60 @@ def test_malformed_heldout_rows_name_file_line_and_defect(tmp_path, bad, problem
     assert e.value.record.endswith("heldout.jsonl:2") and problem in e.value.problem
     path.write_text(json.dumps(good) + "\n")
     assert read_heldout(str(path)) == [good]
+
+
+def _brute_force_heldout(corpus, train, n, context_turns, seed):
+    """Instance ids of the held-out set by its definition, from the raw JSON rows: every
+    eligible row's key, per repo the smallest, then the n smallest of those in key order."""
+    from terminalworld.core.records import iter_records
+    from terminalworld.corpus.sampling import sample_key
+
+    train_rows = [r.value for r in iter_records(train)]
+    train_repos, train_ids = {r["repo"] for r in train_rows}, {r["instance_id"] for r in train_rows}
+    per_repo: dict[str, list[tuple[int, str]]] = {}
+    for rec in iter_records(corpus):
+        row = rec.value
+        pairs = (len(row["messages"]) - 2) // 2  # system, task, then (action, observation) pairs
+        if pairs < context_turns + 1 or row["repo"] in train_repos or row["instance_id"] in train_ids:
+            continue
+        key = sample_key(seed, row["instance_id"], rec.file, rec.line)
+        per_repo.setdefault(row["repo"], []).append((key, row["instance_id"]))
+    firsts = sorted(min(keys) for keys in per_repo.values())
+    return [iid for _, iid in firsts[:n]], per_repo
+
+
+@pytest.mark.parametrize(("seed", "n"), [(1, 4), (42, 7), (7, 6)])
+def test_heldout_takes_each_repos_smallest_key_and_the_smallest_repos(corpus_glob, tmp_path, seed, n):
+    """Several trajectories per repo (2 to 8), rows too short to be eligible, a training repo and a
+    training instance: exactly one row per repo, its smallest-key trajectory, and the repos with
+    the smallest such keys, in key order, as a brute-force ranking says."""
+    rows = [t.to_swe_zero_row() for t in load_trajectories(corpus_glob)]
+    assert all(len(r["messages"]) >= 2 + 2 * 4 for r in rows)
+    corpus = []
+    for repo, count in enumerate([2, 3, 4, 5, 6, 7, 8, 3]):
+        for k in range(count):
+            base = rows[(7 * repo + k) % len(rows)]
+            corpus.append(dict(base, instance_id=f"org/r{repo}-{k}", repo=f"org/r{repo}"))
+    corpus[5]["messages"] = corpus[5]["messages"][:6]  # two pairs: too short for 3 context turns
+    corpus[20]["messages"] = corpus[20]["messages"][:8]
+    corpus_path = tmp_path / "corpus.jsonl"
+    corpus_path.write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    train_path = tmp_path / "train.jsonl"
+    train = [dict(rows[0], instance_id="t-0", repo="org/r7"), dict(rows[1], instance_id="org/r6-2", repo="org/t")]
+    train_path.write_text("".join(json.dumps(r) + "\n" for r in train))
+    out = tmp_path / "heldout.jsonl"
+    m = sample_heldout(
+        HeldoutConfig(corpus=[str(corpus_path)], train=[str(train_path)], out=str(out), n=n, context_turns=3, seed=seed)
+    )
+    got = [r["instance_id"] for r in read_heldout(str(out))]
+    want, per_repo = _brute_force_heldout(str(corpus_path), str(train_path), n, 3, seed)
+    assert got == want
+    repos = [iid.rsplit("-", 1)[0] for iid in got]
+    assert len(set(repos)) == len(got) == n
+    for repo, iid in zip(repos, got, strict=True):
+        assert min(per_repo[repo])[1] == iid  # the repo's smallest key, not any of its trajectories
+    # The n repos with the smallest first keys: every repo left out has a larger one.
+    chosen_keys = [min(per_repo[r])[0] for r in repos]
+    assert chosen_keys == sorted(chosen_keys)
+    assert all(min(keys)[0] > chosen_keys[-1] for r, keys in per_repo.items() if r not in repos)
+    assert (m["too_short"], m["excluded_repo"], m["excluded_instance"], m["eligible_repos"]) == (2, 3, 1, 7)

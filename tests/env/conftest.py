@@ -46,8 +46,8 @@ def sandbox(make_sandbox):
 
 @pytest.fixture
 def token():
-    """A string unique to this test, to find its processes and files on the host."""
-    return f"tw{uuid.uuid4().hex[:12]}"
+    """Digits unique to this test (usable in a sleep time), to find its processes and files on the host."""
+    return f"{uuid.uuid4().int % 10**10:010d}"
 
 
 def host_uid() -> int:

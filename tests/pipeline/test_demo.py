@@ -1,13 +1,20 @@
 """A reduced local demo, end to end through Marin's step runner: record, subsets, held-out,
 three arms, base pretraining, Levanter SFT, HF export, scoring, comparison."""
 
+import gzip
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+from terminalworld.pipeline.artifacts import subset_file
 from tests.conftest import load_experiment
+
+
+def _rows(path):
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line) for line in f]
 
 
 @pytest.mark.slow_ci
@@ -38,9 +45,18 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
     for a in report["arms"]:
         assert a["median_ppl"] > 1 and a["token_weighted_ppl"] > 1
     assert os.path.exists(os.path.join(out, "report.md")) and os.path.exists(os.path.join(out, "ppl_distribution.png"))
-    # The held-out rows come from repos unseen by the SFT set and the pretraining text.
+    # The held-out rows come from repos unseen by the SFT set and the pretraining text: the SFT set
+    # is the subset of sft_size, the pretraining text rows sft_size..pretrain_size of the larger one.
     heldout = [json.loads(x) for x in Path(graph.heldout.path(), graph.heldout.file).read_text().splitlines()]
     assert len({r["repo"] for r in heldout}) == 4
+    sft = _rows(Path(graph.subsets.path(), subset_file(cfg.sft_size)))
+    larger = _rows(Path(graph.subsets.path(), subset_file(cfg.pretrain_size)))
+    pretrain = larger[cfg.sft_size :]
+    assert larger[: cfg.sft_size] == sft and len(sft) == 8 and len(pretrain) == 8
+    seen_repos = {r["repo"] for r in sft + pretrain}
+    seen_ids = {r["instance_id"] for r in sft + pretrain}
+    assert len(seen_repos) > 1 and not {r["repo"] for r in heldout} & seen_repos
+    assert not {r["instance_id"] for r in heldout} & seen_ids
     # A second run reuses every finished step.
     ckpt = os.path.join(graph.models["assistant"].path(), "hf", "config.json")
     before = os.path.getmtime(ckpt)

@@ -30,6 +30,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL,
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, normalize_times
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
+from terminalworld.options import option
 
 FORMAT = "mini-swe-agent-1"
 
@@ -75,6 +76,8 @@ _DEF = re.compile(r"^(\s*)(def|class)\s+([A-Za-z_]\w*)")
 
 @dataclass(frozen=True)
 class Definition:
+    """A `def` or `class` line of a tree: where it is and what it defines."""
+
     path: str
     line: int  # 1-based
     indent: str
@@ -92,6 +95,7 @@ class TreeIndex:
 
     @classmethod
     def build(cls, tree: CodeTree) -> TreeIndex:
+        """Read every file of `tree` once: line counts, and definitions of the `.py` files."""
         idx = cls(tree)
         for src, rel in tree.files:
             text = src.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -104,11 +108,14 @@ class TreeIndex:
 
     @property
     def dirs(self) -> list[str]:
+        """The tree's folders (below the root), sorted."""
         return sorted({str(Path(p).parent) for p in self.lines if str(Path(p).parent) != "."})
 
 
 @dataclass(frozen=True)
 class Step:
+    """One planned turn: the THOUGHT text and the bash command."""
+
     thought: str
     command: str
 
@@ -131,9 +138,11 @@ class Policy:
 
     @property
     def name(self) -> str:
+        """The distribution's name (the repo without `pypi/`)."""
         return self.ix.tree.repo.split("/", 1)[1]
 
     def task(self) -> str:
+        """The issue-style task message about the target definition."""
         t = self.target
         if self.kind == "rename":
             title = f"Rename `{t.name}` to `{self.new_name}` in `{t.path}`"
@@ -174,6 +183,7 @@ class Policy:
         return a, min(n, a + self.rng.randint(15, 60))
 
     def orient(self) -> Step:
+        """A first look at the repository."""
         r = self.rng
         options = [
             Step(
@@ -189,6 +199,7 @@ class Policy:
         return r.choice(options)
 
     def explore(self) -> Step:
+        """One exploration command, weighted towards reading around the target."""
         r, t = self.rng, self.target
         other = r.choice(self.ix.definitions)
         f = self._file(small=r.random() < 0.5)
@@ -262,6 +273,7 @@ class Policy:
         return r.choices([fn for _, fn in options], weights=weights)[0]()
 
     def edit(self) -> list[Step]:
+        """The edit, its verification, and a regression test written with a heredoc."""
         t = self.target
         a, b = max(1, t.line - 3), t.line + 12
         if self.kind == "rename":
@@ -296,6 +308,7 @@ class Policy:
         ]
 
     def plan(self) -> list[Step]:
+        """The whole trajectory's commands: orient, explore (no verbatim repeats), edit, submit."""
         edit = self.edit()
         n_explore = max(self.n_turns - len(edit) - 2, 1)
         steps = [self.orient()]
@@ -314,6 +327,7 @@ class Policy:
 
 
 def action_message(step: Step) -> str:
+    """A step as SWE-ZERO's assistant message: THOUGHT, then one bash block."""
     return f"THOUGHT: {step.thought}\n\n```bash\n{step.command}\n```"
 
 
@@ -325,6 +339,8 @@ def _workspace_root() -> str:
 def record_one(
     tree: CodeTree, index: TreeIndex, seed: int, i: int, min_turns: int, max_turns: int, sandbox_config: SandboxConfig
 ) -> Trajectory:
+    """Trajectory `i`: plan it with a policy seeded by (seed, i, repo) and run every command in a
+    sandbox over a fresh copy of the tree (removed afterwards)."""
     rng = random.Random(f"{seed}:{i}:{tree.repo}")
     policy = Policy(index, rng, min_turns, max_turns)
     work = tempfile.mkdtemp(prefix="tw-rec-", dir=_workspace_root())
@@ -352,15 +368,18 @@ def record_one(
 
 @dataclass(frozen=True)
 class RecordConfig:
-    out: str
-    trajectories: int = 120
-    seed: int = 0
-    shard_size: int = 50
-    min_turns: int = 15
-    max_turns: int = 30
-    workers: int = 0  # 0: one per core
-    timeout_s: float = 10.0
-    max_output_chars: int = 8000  # SWE-ZERO's cap: the first and last half around a truncation note
+    """A recording: how many trajectories, the seed, shards, turn counts and sandbox limits."""
+
+    out: str = option(help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
+    trajectories: int = option(120)
+    seed: int = option(0)
+    shard_size: int = option(50)
+    min_turns: int = option(15)
+    max_turns: int = option(30)
+    workers: int = option(0, help="parallel sandboxes (0: one per core)")
+    timeout_s: float = option(10.0, flag="--timeout", help="per-command time limit, seconds")
+    # SWE-ZERO's cap: the first and last half around a truncation note.
+    max_output_chars: int = option(8000, help="observation cap: head and tail around a truncation note")
 
 
 def record_corpus(cfg: RecordConfig) -> dict[str, Any]:

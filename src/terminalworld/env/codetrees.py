@@ -1,4 +1,5 @@
-"""Real source trees available offline: the pure-Python distributions installed beside us.
+"""Real source trees available offline: the pure-Python distributions installed beside us that
+`code_trees.txt` lists (a fixed list, so a new tool in the environment never changes a corpus).
 
 Each distribution becomes one repository, `pypi/<name>`: its importable files copied into a fresh
 git repository with one commit whose author, dates and file times are fixed, so the same
@@ -14,6 +15,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from terminalworld.errors import InputError
 
 FIXED_EPOCH = 1704067200  # 2024-01-01T00:00:00Z: every file time in a recorded tree
 _GIT_ENV = {
@@ -47,8 +50,15 @@ class CodeTree:
         return [rel for _, rel in self.files if rel.endswith(".py")]
 
 
+def allowed_code_trees() -> list[str]:
+    """The distribution names listed in `code_trees.txt` beside this module."""
+    text = (Path(__file__).parent / "code_trees.txt").read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: int = 4 << 20) -> list[CodeTree]:
-    """Pure-Python distributions of this environment (no compiled extension), sorted by name."""
+    """The listed pure-Python distributions of this environment (no compiled extension), sorted by
+    name; raises `InputError` when a listed one is missing, since the corpus would differ."""
     trees: dict[str, CodeTree] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
@@ -73,7 +83,14 @@ def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: 
             and size <= max_bytes
         ):
             trees[key] = CodeTree(f"pypi/{key}", dist.version, tuple(sorted(files, key=lambda x: x[1])))
-    return [trees[k] for k in sorted(trees)]
+    allowed = allowed_code_trees()
+    missing = [k for k in allowed if k not in trees]
+    if missing:
+        raise InputError(
+            f"code trees {', '.join(missing)} are not installed as pure-Python distributions; "
+            "run `uv sync` (the recorded corpus depends on every listed tree)"
+        )
+    return [trees[k] for k in sorted(allowed)]
 
 
 def git(repo_dir: str | Path, *args: str) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Report, Scores, inside, joined, step
+from terminalworld.pipeline.step import Built, Report, Scores, inside, joined, step
 
 
 def report_fn(*, scores: dict[str, str | list], out: str, base: str, reference: str | None) -> None:
@@ -33,5 +34,94 @@ def report(*, scores: list[Scores], base: str, reference: str | None, version: s
             out=OUT,
             base=base,
             reference=reference,
+        )
+    )
+
+
+# The docs site: a step whose dependencies are the reports it shows, so its provenance names them.
+SITE = "terminalworld/docs-site"
+
+
+@dataclass(frozen=True)
+class Site(Built):
+    """The built docs site: HTML under `site/`, and `published.json` when it was published."""
+
+
+def site_fn(
+    *, reports: list[str], out: str, repo_url: str | None, release: bool, publish: dict[str, str] | None
+) -> None:
+    """Generate the result pages of `reports` into a copy of the project's docs, build it with
+    `mkdocs build --strict` (a broken link or a missing image fails the step) into `{out}/site`, and
+    with `publish` ({user, slug, title, version}) upload it with Marin's `publish_site`, writing the
+    published URL and location to `{out}/published.json`. Raises `InputError` outside a source
+    checkout (no mkdocs.yml beside the package) or when the strict build fails."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from fsspec.core import url_to_fs
+
+    import terminalworld
+    from terminalworld.core.records import write_json
+    from terminalworld.errors import InputError
+    from terminalworld.report.site import GENERATED, DocsBuildConfig, build_docs
+
+    root = Path(terminalworld.__file__).resolve().parents[2]
+    if not (root / "mkdocs.yml").is_file():
+        raise InputError(f"the docs site builds from a source checkout: no mkdocs.yml in {root}")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(root / "mkdocs.yml", tmp)
+        shutil.copytree(root / "docs", f"{tmp}/docs", ignore=shutil.ignore_patterns(*GENERATED, "snapshots"))
+        build_docs(
+            DocsBuildConfig(results=reports, out=f"{tmp}/docs", repo_url=repo_url, release=release, checkout=str(root))
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-q",
+            "-f",
+            f"{tmp}/mkdocs.yml",
+            "-d",
+            f"{tmp}/site",
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        if done.returncode != 0:
+            raise InputError(f"mkdocs build --strict failed: {done.stderr.strip().splitlines()[-1:]}")
+        fs, path = url_to_fs(os.path.join(out, "site"))
+        fs.put(f"{tmp}/site", path, recursive=True)
+        if publish:
+            from marin.publish.sites import publish_site
+
+            site = publish_site(Path(tmp, "site"), **publish)
+            write_json(os.path.join(out, "published.json"), {"url": site.url, "uri": site.uri, "version": site.version})
+
+
+def docs_site(
+    *,
+    reports: list[Report],
+    repo_url: str | None = None,
+    release: bool = False,
+    publish: dict[str, str] | None = None,
+    version: str,
+) -> Site:
+    """The docs site built from `reports`; `publish` ({user, slug, title}) also uploads it to Marin's
+    public site hosting at this `version` (a calendar version, as `publish_site` requires)."""
+    from marin.execution.lazy import OUT
+
+    return Site(
+        step(
+            SITE,
+            site_fn,
+            version=version,
+            reports=[r.step for r in reports],
+            out=OUT,
+            repo_url=repo_url,
+            release=release,
+            publish={**publish, "version": version} if publish else None,
         )
     )

@@ -1,0 +1,446 @@
+"""`terminalworld docs build`: the docs site's generated pages, written as plain Markdown.
+
+Result pages come from report artifacts (read through fsspec: local or `gs://`), one page per report
+type, each artifact ending in a Reproduce section built from its `.artifact.json` provenance; so do
+the API reference and the benchmark figures. A report type is one renderer and its `REPORT_TYPES` entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pkgutil
+import posixpath
+import re
+import shlex
+import shutil
+import subprocess
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import yaml
+from fsspec.core import url_to_fs as _fs
+
+import terminalworld
+from terminalworld.errors import InputError
+from terminalworld.options import option
+from terminalworld.pipeline import artifacts
+
+RECORD = ".artifact.json"
+GENERATED = ("results", "reference", "benchmarks")  # folders under --out that every build replaces
+SUBPACKAGES = ("core", "env", "corpus", "train", "eval", "report", "pipeline")
+SNAPSHOT_MANIFEST = "snapshot.json"
+SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: small JSON files and plots only
+TABLES = "results/tables.json"  # each generated page's tables, by first-column labels
+_MARKER = ".generated"
+
+
+@dataclass(frozen=True)
+class DocsBuildConfig:
+    """Where the generated pages come from and where they go."""
+
+    results: list[str] = option([], metavar="DIR", help="report artifact or prefix holding some (local, gs://)")
+    out: str = option("docs", help="docs folder; its results/, reference/ and benchmarks/ are replaced")
+    repo_url: str | None = option(None, help="repository of the Reproduce links (default: mkdocs.yml extra.repo_url)")
+    release: bool = option(False, help="refuse dirty builds and commits missing from --checkout")
+    snapshot: str | None = option(None, metavar="DIR", help="copy the results' small files into DIR; build from it")
+    checkout: str = option(".", help="git checkout holding the Reproduce commits and benchmarks/results")
+
+
+@dataclass
+class Artifact:
+    """A report artifact as read: where it was read from, its record, and the prefix it sits in."""
+
+    path: str
+    record: dict[str, Any]
+    root: str | None  # the prefix it was read from, where its upstream records may lie too
+    ident: str  # name@version
+
+    def files(self) -> list[str]:
+        """The artifact's top-level file names, dotfiles (records, runner state) left out."""
+        fs, p = _fs(self.path)
+        return sorted(n for n in (posixpath.basename(f) for f in fs.ls(p, detail=False)) if not n.startswith("."))
+
+
+@dataclass
+class Page:
+    """A generated page being written: its Markdown, and its tables' first-column labels."""
+
+    out: str
+    relpath: str  # of the .md file under `out`
+    lines: list[str] = field(default_factory=list)
+    tables: list[list[str]] = field(default_factory=list)
+    assets: dict[str, str] = field(default_factory=dict)  # destination (relative to the page) -> source
+
+    def add(self, *lines: str) -> None:
+        """Append Markdown lines."""
+        self.lines.extend(lines)
+
+    def table(self, header: str, rows: list[list[Any]], align: str = "") -> None:
+        """Append a table (`header` columns split on `|`; `align` one `l`/`r` per column)."""
+        cols = header.split("|")
+        rule = "|".join("---:" if a == "r" else "---" for a in align.ljust(len(cols), "l"))
+        self.add(f"| {' | '.join(cols)} |", f"|{rule}|", *(f"| {' | '.join(map(_cell, r))} |" for r in rows), "")
+        self.tables.append([_cell(r[0]) for r in rows])
+
+    def image(self, src: str, dest: str, caption: str) -> None:
+        """Show the image `src` (any fsspec path), copied to `dest` (relative to the page) on `write`."""
+        self.assets[dest] = src
+        self.add(f"![{caption}]({dest})", "")
+
+    def write(self) -> None:
+        """Write the page and copy its images."""
+        path = Path(self.out, self.relpath)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(self.lines).rstrip() + "\n")
+        for dest, src in self.assets.items():
+            (path.parent / dest).parent.mkdir(parents=True, exist_ok=True)
+            _fs(src)[0].get(_fs(src)[1], str(path.parent / dest))
+
+
+@dataclass(frozen=True)
+class ReportType:
+    """A kind of report artifact, its page (`results/{slug}.md`, beside the hand-written `{slug}.md`
+    that says what it measures), and the function rendering one artifact onto it."""
+
+    artifact: str
+    slug: str
+    title: str
+    render: Callable[[Artifact, Page, str], None]  # (artifact, page, assets folder relative to the page)
+
+
+# Every report type with a page, by artifact name; `probe_page` shows how one is added.
+REPORT_TYPES: dict[str, ReportType] = {}
+
+
+def _exists(path: str) -> bool:
+    return _fs(path)[0].exists(_fs(path)[1])
+
+
+def _read_json(*parts: str) -> Any:
+    with fsspec.open(posixpath.join(*parts)) as f:
+        return json.load(f)
+
+
+def _cell(value: Any) -> str:
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+
+
+def _prefix_of(path: str, record: dict[str, Any]) -> str | None:
+    """The prefix an artifact folder sits in (`{prefix}/{name}/{version}`), if it does."""
+    suffix = f"/{record.get('name')}/{record.get('version')}"
+    return path.rstrip("/")[: -len(suffix)] if path.rstrip("/").endswith(suffix) else None
+
+
+def read_artifact(path: str) -> Artifact:
+    """The artifact at `path`; raises `InputError` when it has no `.artifact.json` record."""
+    path = path.rstrip("/")
+    if not _exists(posixpath.join(path, RECORD)):
+        raise InputError(f"{path}: no {RECORD} here: not a finished Marin artifact")
+    record = _read_json(path, RECORD)
+    return Artifact(path, record, _prefix_of(path, record), f"{record.get('name')}@{record.get('version')}")
+
+
+def find_reports(location: str) -> list[Artifact]:
+    """The report artifact at `location`, or every registered type's `{name}/{version}` under it (a
+    prefix, a snapshot). Raises `InputError` when there is none, or one of a type without a page."""
+    if _exists(posixpath.join(location.rstrip("/"), RECORD)):
+        found = [read_artifact(location)]
+    else:
+        fs, p = _fs(location)
+        scheme = location.split("://")[0] + "://" if "://" in location else ""
+        hits = sorted(h for name in REPORT_TYPES for h in fs.glob(posixpath.join(p, name, "*", RECORD)))
+        found = [read_artifact(scheme + posixpath.dirname(h)) for h in hits]
+    if not found:
+        raise InputError(f"{location}: no report artifact here (known types: {', '.join(REPORT_TYPES)})")
+    for a in found:
+        if a.record.get("name") not in REPORT_TYPES:
+            raise InputError(f"{a.path}: no page renders {a.record.get('name')!r} artifacts")
+    return found
+
+
+def upstream(report: Artifact) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """Every step the report depends on, transitively, as `(name@version, path, record or None)`; a
+    record is looked for at its recorded path, in the prefix the report was read from, then built in."""
+    seen: dict[str, tuple[str, str, dict[str, Any] | None]] = {}
+    todo = [report.record]
+    while todo:
+        rec = todo.pop(0)
+        roots = (report.root, _prefix_of(rec.get("output_path", ""), rec))  # read from, built in
+        for i, dep in enumerate(rec.get("deps") or []):
+            if dep in seen:
+                continue
+            rel = "/".join(dep.rpartition("@")[::2])
+            where = (rec.get("dep_paths") or [])[i : i + 1] + [posixpath.join(r, rel) for r in roots if r]
+            found = next((w for w in where if _exists(posixpath.join(w, RECORD))), None)
+            dep_rec = _read_json(found, RECORD) if found else None
+            seen[dep] = (dep, (dep_rec or {}).get("output_path") or (where or [rel])[-1], dep_rec)
+            todo += [dep_rec] if dep_rec else []
+    return list(seen.values())
+
+
+def _git(checkout: str, *args: str) -> str | None:
+    done = subprocess.run(["git", "-C", checkout, *args], capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else None
+
+
+def locked_versions(checkout: str, commit: str) -> dict[str, str]:
+    """The project's direct dependencies and their versions in `uv.lock` at `commit` ({} when unreadable)."""
+    packages = tomllib.loads(_git(checkout, "show", f"{commit}:uv.lock") or "").get("package", [])
+    versions: dict[str, set[str]] = {}
+    for p in packages:
+        versions.setdefault(p["name"], set()).add(p.get("version", "?"))
+    project = next((p for p in packages if p.get("source", {}).get("editable") == "."), {})
+    names = sorted({d["name"] for d in project.get("dependencies", [])})
+    return {n: " / ".join(sorted(versions.get(n, {"?"}))) for n in names}
+
+
+def reproduce(page: Page, report: Artifact, repo_url: str, checkout: str, release: bool) -> None:
+    """Append the Reproduce section of `report`. With `release`, raise `InputError` for a dirty
+    tree anywhere in its graph, or a commit missing from the checkout's history."""
+    rec, prov = report.record, report.record.get("provenance") or {}
+    commit, graph = prov.get("base_commit", ""), upstream(report)
+    dirty = [d for d, _, r in [(report.ident, "", rec), *graph] if r and (r.get("provenance") or {}).get("dirty")]
+    known = bool(commit) and _git(checkout, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+    if release and dirty:
+        raise InputError(f"{report.path}: built from a dirty tree ({', '.join(dirty)}); --release wants clean builds")
+    if release and not known:
+        raise InputError(f"{report.path}: commit {commit or '(none)'} is not in the history of {checkout}")
+    if dirty:
+        page.add('!!! warning "Built from a dirty tree"\n', f"    {', '.join(dirty)}: uncommitted changes on top of")
+        page.add(f"    the commit below (tree `{prov.get('tree_hash')}`); the commit alone does not reproduce it.\n")
+    if not known:
+        page.add(f'!!! warning "Unknown commit"\n\n    `{commit}` is not in the history of this checkout.\n')
+    argv, prefix = list(prov.get("command_line") or ["?"]), _prefix_of(rec.get("output_path", ""), rec)
+    # A script ran as `python x.py`, a console script by its name; both under the prefix they wrote to.
+    run = ["python", *argv] if argv[0].endswith(".py") else [os.path.basename(argv[0]), *argv[1:]]
+    rerun = (f"MARIN_PREFIX={shlex.quote(prefix)} " if prefix else "") + shlex.join(["uv", "run", *run])
+    page.add(f"""### Reproduce
+
+Commit [`{commit}`]({repo_url}/tree/{commit}) ({"dirty" if prov.get("dirty") else "clean"} tree), built {prov.get("created_at") or "at an unrecorded time"}.
+Command line as recorded: `{shlex.join(argv)}`. To run it again:
+
+```bash
+git clone {repo_url} terminalworld && cd terminalworld
+git checkout {commit}
+{rerun}
+```
+
+This artifact: `{report.ident}` at `{rec.get("output_path")}` (fingerprint `{rec.get("fingerprint")}`). Upstream steps:
+""")
+    rows = []
+    for dep, path, r in graph:
+        p = (r or {}).get("provenance") or {}
+        state = p.get("base_commit", "?") + (" (dirty)" if p.get("dirty") else "") if r else "record not reachable"
+        rows.append([f"`{dep}`", f"`{path}`", state, f"`{(r or {}).get('fingerprint', '?')}`"])
+    page.table("step@version|output|commit|fingerprint", rows)
+    lock = f"[`uv.lock` at `{commit}`]({repo_url}/blob/{commit}/uv.lock)"
+    page.add(f"Package versions: every package is pinned by {lock}.", "")
+    if versions := locked_versions(checkout, commit):
+        page.add('<details class="info" markdown="1"><summary>Direct dependencies in that uv.lock</summary>', "")
+        page.table("package|version", [list(kv) for kv in versions.items()])
+        page.add("</details>", "")
+
+
+def results_pages(reports: list[Artifact], cfg: DocsBuildConfig, repo_url: str) -> list[Page]:
+    """One page per registered report type, results or not, its artifacts newest version first."""
+    pages = []
+    for kind in REPORT_TYPES.values():
+        page = Page(cfg.out, f"results/{kind.slug}.md")
+        page.add(f"# {kind.title}", "", f"Generated from report artifacts; [what it measures](../{kind.slug}.md).", "")
+        mine = [r for r in reports if r.record["name"] == kind.artifact]
+        if not mine:
+            page.add('!!! note "No results yet"', "", f"    No `{kind.artifact}` artifact was given to this build.", "")
+        for k, report in enumerate(sorted(mine, key=lambda r: (r.record["version"], r.path), reverse=True)):
+            version = report.record["version"]
+            page.add(f"## {version}", "", f"From `{report.record.get('output_path')}`.", "")
+            kind.render(report, page, f"{kind.slug}/{version}" + (f"-{k}" if k else ""))
+            reproduce(page, report, repo_url, cfg.checkout, cfg.release)
+        pages.append(page)
+    return pages
+
+
+_PPL = ("median_ppl", "token_weighted_ppl")  # shown with their 95% intervals
+_COUNTS = ("n_ppl_gt_10", "beats_base", "degrades_vs_reference")  # per-trajectory counts, "k of n"
+_PLOTS = {
+    "ppl_distribution.png": "Per-trajectory env-token PPL of each model (log scale)",
+    "paired_vs_base.png": "Per-trajectory PPL against the base model's (below the diagonal: better than base)",
+    "depth_curves.png": "Token-weighted env-token PPL by observation depth",
+}
+
+
+def _num(x: float | None, ci: list[float] | None = None) -> str:
+    text = "—" if x is None else f"{x:.1f}"
+    return text + (f" [{_num(ci[0])}, {_num(ci[1])}]" if ci else "")
+
+
+def _bucket(b: dict[str, Any] | None) -> str:
+    return f"{_num(b['median_ppl'])} · {b['token_share']:.0%} · n={b['n']}" if b else "—"
+
+
+def _bucket_order(label: str) -> int:
+    # Labels read "<=20", "21-200", ">200": ordered by their lower bound.
+    low = int((re.findall(r"\d+", label) or [10**9])[0])
+    return -1 if label.startswith("<") else low + label.startswith(">")
+
+
+def probe_page(report: Artifact, page: Page, assets: str) -> None:
+    """The probe's PPL table, its per-trajectory table, its length buckets (all from `metrics.json`)
+    and its plots."""
+    m = _read_json(report.path, "metrics.json")
+    n, cps = m["n_common"], m["checkpoints"]
+    ref = f", reference `{m['reference']}`" if m.get("reference") else ""
+    page.add(f"Env-token perplexity on the **{n}** held-out trajectories every model scored; base `{m['base']}`{ref}.")
+    page.add("Lower is better; brackets hold 95% bootstrap intervals over trajectories.", "")
+    rows = [[c["name"], *(_num(c[k], c.get(f"{k}_ci95")) for k in _PPL), _num(c["mean_ppl"])] for c in cps]
+    page.table("model|median PPL|token-weighted PPL|mean PPL", rows, "lrrr")
+    page.add("Per trajectory: the tail, the pairs against the base and the reference, and the worst case.", "")
+    rows = []
+    for c in cps:
+        counts = ["—" if c.get(k) is None else f"{c[k]} of {n}" for k in _COUNTS]
+        worst = f"{_num(c['worst']['ppl'])} ({c['worst']['repo']})" if c.get("worst") else "—"
+        top5 = c.get("top5_share_of_change_vs_base")
+        rows.append([c["name"], *counts, worst, "—" if top5 is None else f"{top5:.0%}"])
+    page.table("model|PPL > 10|beats base|worse than reference|worst PPL (repo)|top-5 share of change", rows, "lrrrrr")
+    if labels := sorted({b for c in cps for b in c.get("buckets", {})}, key=_bucket_order):
+        page.add("By target length in tokens: median PPL · the bucket's share of scored tokens · trajectories.", "")
+        rows = [[c["name"], *(_bucket(c["buckets"].get(b)) for b in labels)] for c in cps]
+        page.table("|".join(["model", *labels]), rows)
+    for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
+        if name.endswith(".png"):
+            page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))
+
+
+PROBE = ReportType(artifacts.REPORT, "world-model-probe", "World-model probe: results", probe_page)
+REPORT_TYPES[PROBE.artifact] = PROBE
+
+
+def _is_leaf(value: Any) -> bool:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return not any(isinstance(x, dict | list) for x in items)
+
+
+def json_tables(page: Page, data: dict[str, Any], level: int) -> None:
+    """A JSON document as tables: its scalars (flat dicts dotted, flat lists joined) in one, each list
+    of records in its own, each nested section recursively, all under headings of `level`."""
+    rows = [[k, v] for k, v in data.items() if not isinstance(v, dict | list)]
+    rows += [[k, ", ".join(map(_cell, v))] for k, v in data.items() if isinstance(v, list) and _is_leaf(v)]
+    rows += [[f"{k}.{k2}", v2] for k, v in data.items() if isinstance(v, dict) and _is_leaf(v) for k2, v2 in v.items()]
+    if rows:
+        page.table("quantity|value", rows, "lr")
+    for k, v in data.items():
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            cols = [c for c in dict.fromkeys(c for x in v for c in x) if all(_is_leaf([x.get(c)]) for x in v)]
+            page.add(f"{'#' * level} {k}", "")
+            page.table("|".join(cols), [[x.get(c, "—") for c in cols] for x in v])
+        elif isinstance(v, dict) and not _is_leaf(v):
+            page.add(f"{'#' * level} {k}", "")
+            json_tables(page, v, min(level + 1, 6))
+
+
+def benchmarks_page(cfg: DocsBuildConfig, repo_url: str) -> Page:
+    """The benchmark figures (the checkout's `benchmarks/results/*.json` and plots), each with its
+    script's own description and a Reproduce section pinned to the last commit of its figures."""
+    page = Page(cfg.out, "benchmarks/index.md")
+    page.add("# Benchmarks", "", "Generated from `benchmarks/results/*.json`: speed and memory against the write-up's")
+    page.add("methods and peers, each measured by the script named in its Reproduce section.", "")
+    for result in sorted(Path(cfg.checkout, "benchmarks", "results").glob("*.json")):
+        script = result.parent.parent / f"{result.stem}.py"
+        doc = ast.get_docstring(ast.parse(script.read_text())) if script.exists() else None
+        paras = (doc or result.stem).split("\n\n")
+        usage = next((p.strip() for p in paras if p.strip().startswith("uv run")), f"uv run python {script}")
+        page.add(f"## {result.stem}: {paras[0].strip()}", "", *[p for p in paras[1:] if "uv run" not in p], "")
+        json_tables(page, json.loads(result.read_text()), 3)
+        if (plot := result.with_suffix(".png")).exists():
+            page.image(str(plot), plot.name, f"{result.stem} benchmark")
+        rel = os.path.relpath(result.resolve(), Path(cfg.checkout).resolve())
+        commit = (_git(cfg.checkout, "log", "-1", "--format=%h", "--", rel) or "").strip()
+        dirty = not commit or bool((_git(cfg.checkout, "status", "--porcelain", "--", rel) or "").strip())
+        if cfg.release and dirty:
+            raise InputError(f"{result}: uncommitted figures; --release publishes committed ones only")
+        state = "uncommitted changes: not reproducible from a commit" if dirty else "clean"
+        link = f"[`{rel}`]({repo_url}/blob/{commit}/{rel}) at [`{commit}`]({repo_url}/tree/{commit}) ({state})"
+        page.add("### Reproduce", "", f"Figures: {link}.", "", "```bash", f"git checkout {commit}", usage, "```", "")
+    return page
+
+
+def reference_pages(out: str) -> list[Page]:
+    """One API page per subpackage, each module through mkdocstrings' `:::` directive."""
+    index = Page(out, "reference/index.md")
+    index.add("# API reference", "", "Generated from the docstrings, one page per subpackage:", "")
+    index.add(*(f"- [`terminalworld.{s}`]({s}.md)" for s in SUBPACKAGES), "", "::: terminalworld.errors", "")
+    pages = [index]
+    for sub in SUBPACKAGES:
+        page = Page(out, f"reference/{sub}.md")
+        page.add(f"# terminalworld.{sub}", "", f"::: terminalworld.{sub}", "    options:", "      members: false", "")
+        folder = Path(terminalworld.__file__).parent / sub
+        page.add(*(f"::: terminalworld.{sub}.{m.name}\n" for m in sorted(pkgutil.iter_modules([str(folder)]))))
+        pages.append(page)
+    return pages
+
+
+def snapshot(reports: list[Artifact], dest: str) -> list[Artifact]:
+    """Copy each report's files and its upstream records into `dest`, laid out as a prefix, replacing
+    an earlier snapshot; returns the copies. Raises `InputError` for big files or a non-snapshot `dest`."""
+    if os.path.isdir(dest) and os.listdir(dest) and not os.path.exists(os.path.join(dest, SNAPSHOT_MANIFEST)):
+        raise InputError(f"{dest}: refusing to replace a folder that is not a snapshot (no {SNAPSHOT_MANIFEST})")
+    shutil.rmtree(dest, ignore_errors=True)
+    copied = []
+    for report in reports:
+        here = os.path.join(dest, report.record["name"], report.record["version"])
+        os.makedirs(here)
+        for name in [*report.files(), RECORD]:
+            fs, p = _fs(posixpath.join(report.path, name))
+            if fs.isdir(p) or fs.size(p) > SNAPSHOT_MAX_BYTES:
+                raise InputError(f"{report.path}/{name}: a snapshot holds small files only (2 MiB at most)")
+            fs.get(p, os.path.join(here, name))
+        for dep, _, rec in upstream(report):
+            if rec:
+                folder = Path(dest, *dep.rpartition("@")[::2])
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / RECORD).write_text(json.dumps(rec, indent=2) + "\n")
+        copied.append(read_artifact(here))
+    manifest = {"from": [r.path for r in reports], "reports": [r.ident for r in reports]}
+    Path(dest, SNAPSHOT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return copied
+
+
+def repo_url_of(cfg: DocsBuildConfig) -> str:
+    """`--repo-url`, else `extra.repo_url` of the mkdocs.yml beside the docs folder (never the git
+    remote: links name where the code is published); `InputError` when neither is set."""
+    config = Path(cfg.out).resolve().parent / "mkdocs.yml"
+    extra = (yaml.safe_load(config.read_text()) or {}).get("extra") or {} if config.exists() else {}
+    if not (url := cfg.repo_url or extra.get("repo_url")):
+        raise InputError(f"no repository URL: pass --repo-url or set extra.repo_url in {config}")
+    return str(url).rstrip("/")
+
+
+def build_docs(cfg: DocsBuildConfig) -> dict[str, Any]:
+    """Write the generated pages under `cfg.out` and `results/tables.json` (each page's tables by
+    first-column labels); returns what was written. Raises `InputError` for a missing or unknown
+    artifact, and with `release` for a dirty build or one whose commit this checkout lacks."""
+    if not os.path.isdir(cfg.out):
+        raise InputError(f"{cfg.out}: no docs folder here")
+    repo_url = repo_url_of(cfg)
+    reports = [r for loc in cfg.results for r in find_reports(loc)]
+    if cfg.snapshot:
+        reports = snapshot(reports, cfg.snapshot)
+    # Every page is rendered (and every --release check passed) before anything is replaced.
+    pages = [*results_pages(reports, cfg, repo_url), *reference_pages(cfg.out), benchmarks_page(cfg, repo_url)]
+    for name in GENERATED:
+        folder = os.path.join(cfg.out, name)
+        if os.path.exists(folder) and not os.path.exists(os.path.join(folder, _MARKER)):
+            raise InputError(f"{folder}: refusing to replace a folder this command did not write (no {_MARKER})")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        Path(folder, _MARKER).write_text("written by `terminalworld docs build`; replaced by every build\n")
+    for page in pages:
+        page.write()
+    Path(cfg.out, TABLES).write_text(json.dumps({p.relpath: p.tables for p in pages if p.tables}, indent=2) + "\n")
+    return {"pages": [p.relpath for p in pages], "reports": [r.ident for r in reports], "snapshot": cfg.snapshot}

@@ -1,0 +1,93 @@
+"""The same boundary when the caller is not root: the whole sandbox runs from an unprivileged uid.
+
+The project's interpreter may sit where another uid cannot reach it (under /root), so the caller is
+the system's python3 importing the sandbox module straight from the source tree, with a stand-in for
+the command-line helper (`options`, which only `ExecConfig` uses and which needs Python 3.12).
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from terminalworld.env.sandbox import _blocked_on, bwrap_path
+
+from .conftest import host_processes_with
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+UID = 54321
+PYTHON = "/usr/bin/python3"
+
+CALLER = """
+import dataclasses, json, sys, types
+sys.path.insert(0, sys.argv[1])
+options = sys.modules["terminalworld.options"] = types.ModuleType("terminalworld.options")
+options.option = lambda default=dataclasses.MISSING, **_: dataclasses.field(default=default)
+from terminalworld.env.sandbox import Sandbox, SandboxConfig
+sandbox = Sandbox(sys.argv[2], SandboxConfig(timeout_s=5, memory_bytes=256 << 20))
+commands = json.loads(sys.argv[3])
+print(json.dumps({k: [r.output, r.returncode, list(r.limits)] for k, r in ((k, sandbox.run(c)) for k, c in commands.items())}))
+"""
+
+
+def _usable() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to start the unprivileged caller"
+    if not os.access(PYTHON, os.X_OK) or sys.version_info[:2] < (3, 11):
+        return f"needs {PYTHON}"
+    if _blocked_on(str(SRC / "terminalworld"), UID, UID) or _blocked_on(bwrap_path(), UID, UID):
+        return f"uid {UID} cannot reach the source tree or bwrap"
+    return None
+
+
+@pytest.mark.skipif(_usable() is not None, reason=str(_usable()))
+def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
+    os.chown(repo, UID, UID)
+    os.chown(repo / "a.txt", UID, UID)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    commands = {
+        "caps": "grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status | cut -f2 | sort -u; id -u; touch made",
+        "escape": f"touch /usr/tw{token}; mount -o remount,rw /usr; echo x > {workdir}/escape; "
+        "cat /etc/shadow; ls /root; env | grep -c SECRET",
+        "network": f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo CONNECTED",
+        "fork": f"b{token}(){{ b{token}|b{token}& }};b{token}; sleep 1",
+        "memory": "python3 -c 'x = bytearray(1 << 30)'",
+        "daemon": f"(sleep 1.{token}; echo late > late) & echo started",
+    }
+    env = {"TERMINALWORLD_BWRAP": bwrap_path(), "TW_TEST_SECRET": f"secret-{token}", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run(
+        [PYTHON, "-c", CALLER, str(SRC), str(repo), json.dumps(commands)],
+        user=UID,
+        group=UID,
+        extra_groups=[],
+        env=env,
+        cwd=str(workdir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["caps"][0] == "0000000000000000\n0\n"
+    escape = out["escape"][0]
+    assert "Read-only file system" in escape and "permission denied" in escape and "No such file" in escape
+    assert "Permission denied" in escape and escape.endswith("0\n") and f"secret-{token}" not in json.dumps(out)
+    assert "Connection refused" in out["network"][0] and "CONNECTED" not in out["network"][0]
+    assert "processes" in out["fork"][2] and "memory" in out["memory"][2]
+    assert out["daemon"][0] == "started\n"
+    time.sleep(1.5)
+    assert not (repo / "late").exists() and host_processes_with(f"sleep 1.{token}") == []
+    assert os.lstat(repo / "made").st_uid == UID
+    assert not (workdir / "escape").exists() and not os.path.exists(f"/usr/tw{token}")
+    with pytest.raises(socket.timeout):
+        listener.accept()
+    listener.close()

@@ -1,0 +1,136 @@
+"""The built docs site in a real browser: Debian's chromium driven by Playwright, over HTTP on
+127.0.0.1. Every page: no console error, nothing fetched from elsewhere, every link resolving,
+every image loaded, every results table with the expected rows, every Reproduce commit in the
+history. A failure leaves a screenshot of each page in the artifacts folder."""
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urldefrag, urlparse
+
+import pytest
+
+from terminalworld.report.site import TABLES
+from tests.conftest import REPO_ROOT
+from tests.report.conftest import SNAPSHOT
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+# Where screenshots go on failure (CI may point it at a folder it keeps).
+ARTIFACTS = Path(os.environ.get("TERMINALWORLD_TEST_ARTIFACTS", REPO_ROOT / "tmp" / "artifacts")) / "docs-site"
+
+
+def _browser() -> str:
+    """Debian's chromium (Playwright's own browser download is never used). In CI, where
+    `.ci/run` installs it, a missing browser is a failure; elsewhere the test is skipped."""
+    found = next((shutil.which(b) for b in BROWSERS if shutil.which(b)), None)
+    if found:
+        return found
+    message = "no chromium on PATH: install it with `apt-get install -y chromium` (.ci/run does)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def server(built_site):
+    """The built site served over HTTP on 127.0.0.1; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site.site))
+    httpd = _QuietServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        pass  # the browser leaving a page mid-transfer is not a failure of the site
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def _in_history(commit: str) -> bool:
+    command = ["git", "-C", str(REPO_ROOT), "cat-file", "-e", f"{commit}^{{commit}}"]
+    return subprocess.run(command, capture_output=True).returncode == 0
+
+
+def test_every_page_in_a_real_browser(built_site, server):
+    from playwright.sync_api import sync_playwright
+
+    executable = _browser()
+    pages = sorted(p.relative_to(built_site.site).as_posix() for p in built_site.site.rglob("*.html"))
+    tables = json.loads((built_site.site / TABLES).read_text())
+    arms = [a["arm"] for a in json.loads(next(SNAPSHOT.rglob("report.json")).read_text())["arms"]]
+    problems: dict[str, list[str]] = {}
+    checked_links: dict[str, int] = {}
+    commits: set[str] = set()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        tab = browser.new_page()
+        errors: list[str] = []
+        tab.on("console", lambda m: errors.append(f"console: {m.text}") if m.type == "error" else None)
+        tab.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+        tab.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
+        tab.on("request", lambda r: None if r.url.startswith(server) else errors.append(f"fetched {r.url}"))
+        for rel in pages:
+            errors.clear()
+            tab.goto(server + rel, wait_until="networkidle")
+            found = list(errors)
+            for image in tab.eval_on_selector_all("img", "els => els.map(e => [e.src, e.complete && e.naturalWidth])"):
+                if not image[1]:
+                    found.append(f"image not loaded: {image[0]}")
+            for href in tab.eval_on_selector_all("a[href]", "els => els.map(e => e.href)"):
+                url, fragment = urldefrag(href)
+                if url.startswith(server):
+                    if url not in checked_links:
+                        checked_links[url] = _status(url)
+                    if checked_links[url] != 200:
+                        found.append(f"link {href}: HTTP {checked_links[url]}")
+                    elif fragment and f'id="{fragment}"' not in (built_site.site / url[len(server) :]).read_text():
+                        found.append(f"link {href}: no anchor #{fragment}")
+                elif m := re.search(r"/(?:tree|blob)/([0-9a-f]{7,40})(/|$)", urlparse(href).path):
+                    commits.add(m.group(1))
+                    if not _in_history(m.group(1)):
+                        found.append(f"link {href}: commit {m.group(1)} is not in the repository's history")
+            md = rel.removesuffix(".html") + ".md"
+            shown = tab.eval_on_selector_all(
+                "article table", "ts => ts.map(t => [...t.tBodies[0].rows].map(r => r.cells[0].textContent.trim()))"
+            )
+            # The manifest holds each table's first column as Markdown; the browser shows it as text.
+            expected = [[c.replace("`", "").replace("&lt;", "<") for c in t] for t in tables.get(md, [])]
+            if md in tables and shown != expected:
+                found.append(f"tables {shown} differ from the expected {expected}")
+            if md == "results/world-model-probe.md" and (
+                shown[0] != arms or "Reproduce" not in tab.inner_text("article")
+            ):
+                found.append(f"probe table rows {shown[0]} are not the report's arms {arms}")
+            if found:
+                problems[rel] = found
+        if problems:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            for rel in pages:
+                tab.goto(server + rel, wait_until="networkidle")
+                tab.screenshot(path=str(ARTIFACTS / (rel.replace("/", "__") + ".png")), full_page=True)
+        browser.close()
+    assert not problems, f"screenshots in {ARTIFACTS}: " + json.dumps(problems, indent=1)
+    assert "results/world-model-probe.html" in pages and len(pages) > 15
+    assert checked_links and commits  # links were followed and Reproduce commits were seen
