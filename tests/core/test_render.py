@@ -8,8 +8,9 @@ import pytest
 
 from terminalworld.core.assets import load_tokenizer
 from terminalworld.core.formats import load_trajectories, to_trajectory
-from terminalworld.core.render import ARMS, NOBODY, RenderConfig, Renderer, agent_messages, render_file
+from terminalworld.core.render import ARMS, NOBODY, RenderConfig, Renderer, render_file
 from terminalworld.core.trajectories import harness_spans
+from terminalworld.core.views import agent_messages
 from terminalworld.errors import RenderError
 
 TOKENIZERS = ["qwen3", "smollm2"]
@@ -82,7 +83,7 @@ def test_all_arms_equal_the_reference_on_every_token(fixtures, tokenizer_name, e
 
 @pytest.mark.parametrize("tokenizer_name", TOKENIZERS)
 def test_sim_view_equals_the_reference(fixtures, tokenizer_name):
-    from terminalworld.core.render import sim_messages
+    from terminalworld.core.views import sim_messages
 
     tok = load_tokenizer(tokenizer_name)
     for traj in load_trajectories(str(fixtures / "adp_swe-zero-12m/sample_raw.json")):

@@ -129,6 +129,8 @@ def test_snapshot_copies_the_report_and_its_upstream_records(tmp_path):
     _build(docs, [str(REPORT)], snapshot=str(dest))  # a snapshot replaces an earlier one
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(InputError, match="cannot be taken from itself"):
+        _build(docs, [str(dest)], snapshot=str(dest))
     with pytest.raises(InputError, match="not a snapshot"):
         _build(docs, [str(REPORT)], snapshot=str(tmp_path / "other"))
 
@@ -261,7 +263,8 @@ def test_docs_site_step_depends_on_its_reports_and_publishes(tmp_path, monkeypat
 
     from terminalworld.pipeline.entry import run
     from terminalworld.pipeline.step import Report
-    from terminalworld.report.steps import SITE, docs_site
+    from terminalworld.pipeline.artifacts import DOCS_SITE
+    from terminalworld.report.steps import docs_site
 
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
     monkeypatch.setattr(sites, "PUBLIC_ROOT", str(tmp_path / "public"))
@@ -269,7 +272,7 @@ def test_docs_site_step_depends_on_its_reports_and_publishes(tmp_path, monkeypat
     publish = {"user": "terminalworld", "slug": "docs", "title": "terminalworld"}
     site = docs_site(reports=[report], repo_url=URL, publish=publish, version="2026.12.02")
     run([site])
-    out = tmp_path / "prefix" / SITE / "2026.12.02"
+    out = tmp_path / "prefix" / DOCS_SITE / "2026.12.02"
     record = json.loads((out / RECORD).read_text())
     assert record["deps"] == ["terminalworld/reports/world-model-probe@2026.12.02"]
     assert record["config"]["reports"] == [str(REPORT)]

@@ -9,7 +9,8 @@ from typing import Literal
 
 import numpy as np
 
-from terminalworld.core.render import ARMS, Rendered, View, build_renderer
+from terminalworld.core.render import ARMS, Rendered, build_renderer
+from terminalworld.core.views import View
 from terminalworld.errors import InputError
 from terminalworld.options import option
 

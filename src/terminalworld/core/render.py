@@ -35,58 +35,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from terminalworld.core.trajectories import Trajectory, extract_command, harness_spans
+from terminalworld.core.trajectories import Trajectory, harness_spans
+from terminalworld.core.views import SIM_SYSTEM_PROMPT, Message, View, view_messages
 from terminalworld.errors import InputError, RenderError
 from terminalworld.options import option
 
 ARMS = ("assistant", "full", "user")
 Arm = Literal["assistant", "full", "user"]
-View = Literal["agent", "sim"]
 NOBODY = -1
 _EXCLUDED = -2  # a character of harness text excluded from training (check_partition only)
-
-SIM_SYSTEM_PROMPT = (
-    "You are a Linux terminal simulator. Given the task context and a bash command run at the "
-    "repository root, reply with exactly what the terminal prints, and nothing else."
-)
-
-
-@dataclass(frozen=True)
-class Message:
-    role: str  # system | user | assistant, as given to the template
-    content: str
-    kind: str  # system | task | action | observation | command
-    turn: int | None = None  # index into Trajectory.turns for action/observation/command messages
-
-
-def agent_messages(traj: Trajectory) -> list[Message]:
-    """The agent conversation: system, task, then each action and its observation."""
-    out = [] if traj.system is None else [Message("system", traj.system, "system")]
-    out.append(Message("user", traj.task, "task"))
-    for i, t in enumerate(traj.turns):
-        out.append(Message("assistant", t.action, "action", i))
-        if t.observation is not None:
-            out.append(Message("user", t.observation, "observation", i))
-    return out
-
-
-def sim_messages(traj: Trajectory, system_prompt: str = SIM_SYSTEM_PROMPT) -> list[Message]:
-    """The seeds' dedicated-simulator framing: the command in the user turn (the first one also
-    carries the task), the observation as the assistant reply. Unanswered actions are dropped."""
-    out = [Message("system", system_prompt, "system")]
-    for i, t in enumerate(traj.turns):
-        if t.observation is None:
-            continue
-        cmd = extract_command(t.action) or t.action
-        text = f"Task context:\n{traj.task}\n\nCommand:\n{cmd}" if len(out) == 1 else f"Command:\n{cmd}"
-        out.append(Message("user", text, "command", i))
-        out.append(Message("assistant", t.observation, "observation", i))
-    return out
-
-
-def view_messages(traj: Trajectory, view: View, sim_prompt: str = SIM_SYSTEM_PROMPT) -> list[Message]:
-    return agent_messages(traj) if view == "agent" else sim_messages(traj, sim_prompt)
-
 
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use characters no template emits
 
@@ -173,6 +130,9 @@ def _in_any(x: int, spans) -> bool:
 
 @dataclass
 class Rendered:
+    """One example rendered once: its text, token ids and offsets, and the owner of every token,
+    from which each arm's mask is derived."""
+
     instance_id: str
     text: str
     input_ids: np.ndarray  # int32
@@ -186,10 +146,12 @@ class Rendered:
     excluded: list[tuple[int, int]] = field(default_factory=list)  # harness text that owns nothing (O')
 
     def role_of_tokens(self) -> np.ndarray:
+        """The role (system, user, assistant, or "none" for scaffolding) owning each token."""
         roles = np.array([m.role for m in self.messages] + ["none"])
         return roles[self.owner]  # NOBODY (-1) indexes the trailing "none"
 
     def mask(self, arm: Arm) -> np.ndarray:
+        """Boolean per token: trained under `arm` (system tokens never are)."""
         roles = self.role_of_tokens()
         if arm == "assistant":
             return roles == "assistant"
@@ -278,11 +240,14 @@ class Renderer:
         self.sim_prompt = sim_prompt
 
     def template_text(self, messages: list[Message]) -> str:
+        """The chat template's rendering of `messages` (no generation prompt)."""
         return self.tokenizer.apply_chat_template(
             [{"role": m.role, "content": m.content} for m in messages], tokenize=False, chat_template=self.chat_template
         )
 
     def render_messages(self, messages: list[Message], name: str) -> Rendered:
+        """Render, tokenize and own `messages` once (cut to `max_len`), with the partition checked;
+        raises `RenderError` naming `name` when the template rewrites a content."""
         text, spans = locate(messages, self.template_text, name)
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = np.asarray(enc["input_ids"], dtype=np.int32)
@@ -302,6 +267,7 @@ class Renderer:
         return r
 
     def render(self, traj: Trajectory) -> Rendered:
+        """`traj` rendered under this renderer's view."""
         return self.render_messages(view_messages(traj, self.view, self.sim_prompt), traj.instance_id)
 
 

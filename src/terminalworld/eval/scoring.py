@@ -34,8 +34,9 @@ import numpy as np
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.records import atomic_jsonl, dumps_row
-from terminalworld.core.render import SIM_SYSTEM_PROMPT, Rendered, Renderer, build_renderer
+from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
+from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import ppl_stats
 from terminalworld.options import option

@@ -15,6 +15,8 @@ CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
+# The docs site: its dependencies are the reports it shows, so its provenance names them.
+DOCS_SITE = "terminalworld/docs-site"
 
 # Files inside artifact folders.
 CORPUS_FILES = "*.jsonl*"  # a corpus folder's trajectory shards

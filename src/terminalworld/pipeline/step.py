@@ -159,6 +159,11 @@ class Report(Built):
     """The probe comparison: report.json, report.md, metrics.json and plots."""
 
 
+@dataclass(frozen=True)
+class Site(Built):
+    """The built docs site: HTML under `site/`, and `published.json` when it was published."""
+
+
 Model = str | Checkpoint  # an HF id or folder, or a checkpoint artifact
 
 

@@ -128,7 +128,7 @@ def _read_json(*parts: str) -> Any:
 
 
 def _cell(value: Any) -> str:
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
     return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
 
 
@@ -378,7 +378,8 @@ def reference_pages(out: str) -> list[Page]:
     pages = [index]
     for sub in SUBPACKAGES:
         page = Page(out, f"reference/{sub}.md")
-        page.add(f"# terminalworld.{sub}", "", f"::: terminalworld.{sub}", "    options:", "      members: false", "")
+        page.add(f"# terminalworld.{sub}", "", f"::: terminalworld.{sub}", "    options:", "      members: false")
+        page.add("      show_root_heading: false", "")  # the package's docstring under the page title
         folder = Path(terminalworld.__file__).parent / sub
         page.add(*(f"::: terminalworld.{sub}.{m.name}\n" for m in sorted(pkgutil.iter_modules([str(folder)]))))
         pages.append(page)
@@ -390,6 +391,8 @@ def snapshot(reports: list[Artifact], dest: str) -> list[Artifact]:
     an earlier snapshot; returns the copies. Raises `InputError` for big files or a non-snapshot `dest`."""
     if os.path.isdir(dest) and os.listdir(dest) and not os.path.exists(os.path.join(dest, SNAPSHOT_MANIFEST)):
         raise InputError(f"{dest}: refusing to replace a folder that is not a snapshot (no {SNAPSHOT_MANIFEST})")
+    if any(os.path.abspath(r.path).startswith(os.path.abspath(dest) + os.sep) for r in reports):
+        raise InputError(f"{dest}: a snapshot cannot be taken from itself")
     shutil.rmtree(dest, ignore_errors=True)
     copied = []
     for report in reports:

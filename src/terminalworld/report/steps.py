@@ -1,12 +1,12 @@
-"""The report stage as a Marin step: the world-model probe's comparison of scored models."""
+"""The report stage as Marin steps: the world-model probe's comparison of scored models, and the docs
+site built from report artifacts."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Built, Report, Scores, inside, joined, step
+from terminalworld.pipeline.step import Report, Scores, Site, inside, joined, step
 
 
 def report_fn(*, scores: dict[str, str | list], out: str, base: str, reference: str | None) -> None:
@@ -36,15 +36,6 @@ def report(*, scores: list[Scores], base: str, reference: str | None, version: s
             reference=reference,
         )
     )
-
-
-# The docs site: a step whose dependencies are the reports it shows, so its provenance names them.
-SITE = "terminalworld/docs-site"
-
-
-@dataclass(frozen=True)
-class Site(Built):
-    """The built docs site: HTML under `site/`, and `published.json` when it was published."""
 
 
 def site_fn(
@@ -115,7 +106,7 @@ def docs_site(
 
     return Site(
         step(
-            SITE,
+            artifacts.DOCS_SITE,
             site_fn,
             version=version,
             reports=[r.step for r in reports],
