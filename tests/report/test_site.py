@@ -261,9 +261,9 @@ def test_docs_site_step_depends_on_its_reports_and_publishes(tmp_path, monkeypat
     import marin.publish.sites as sites
     from marin.execution.lazy import ArtifactStep
 
+    from terminalworld.pipeline.artifacts import DOCS_SITE
     from terminalworld.pipeline.entry import run
     from terminalworld.pipeline.step import Report
-    from terminalworld.pipeline.artifacts import DOCS_SITE
     from terminalworld.report.steps import docs_site
 
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
