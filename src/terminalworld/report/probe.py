@@ -98,7 +98,7 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
         ax.set_yscale("log")
         ax.set_xlabel(f"{base.name} PPL")
         ax.set_ylabel("checkpoint PPL")
-        ax.set_title("Paired per-trajectory PPL (below the diagonal: better than base)")
+        ax.set_title("Paired per-trajectory PPL\n(below the diagonal: better than base)", fontsize=10)
         ax.legend(fontsize=8)
         written.append(_save(fig, out, "paired_vs_base.png"))
 
