@@ -9,8 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from terminalworld.core.render import ARMS, Rendered, build_renderer
-from terminalworld.core.views import View
+from terminalworld.core.render import ARMS, Rendered, RenderOptions
 from terminalworld.errors import InputError
 from terminalworld.options import option
 
@@ -81,16 +80,10 @@ class Coverage:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class ShowMaskConfig:
+@dataclass(frozen=True, kw_only=True)
+class ShowMaskConfig(RenderOptions):
     """One trajectory shown with each arm's trained tokens, and the coverage table of the input."""
 
-    tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
-    inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
-    chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
-    max_len: int | None = option(None, help="cut rows after this many tokens")
-    exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
-    view: View = option("agent", help="sim: the dedicated-simulator framing")
     arm: Literal["assistant", "full", "user", "all"] = option("all")
     index: int = option(0, help="which trajectory of the input to print")
     max_chars: int | None = option(None, help="cut each printed arm after this many characters")
@@ -102,13 +95,7 @@ def show_mask(cfg: ShowMaskConfig) -> None:
     by role over every trajectory of the input."""
     from terminalworld.core.formats import load_trajectories
 
-    renderer = build_renderer(
-        tokenizer=cfg.tokenizer,
-        chat_template=cfg.chat_template,
-        view=cfg.view,
-        exclude_harness_text=cfg.exclude_harness_text,
-        max_len=cfg.max_len,
-    )
+    renderer = cfg.renderer()
     trajs = load_trajectories(cfg.inputs)
     if not 0 <= cfg.index < len(trajs):
         raise InputError(f"--index {cfg.index} is out of range: the input has {len(trajs)} trajectories")

@@ -302,18 +302,34 @@ def training_row(r: Rendered, arm: Arm) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class RenderConfig:
-    """One arm of training rows from trajectory files."""
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    """Which trajectories, and how they are rendered: tokenizer, template, view, harness text, length."""
 
     tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
     inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
-    out: str = option(help=".jsonl, .jsonl.gz or .parquet")
-    arm: Arm = option(help="assistant (a), full (b) or user (c)")
     chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
     max_len: int | None = option(None, help="cut rows after this many tokens")
     exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
     view: View = option("agent", help="sim: the dedicated-simulator framing")
+
+    def renderer(self) -> Renderer:
+        """The renderer these options describe."""
+        return build_renderer(
+            tokenizer=self.tokenizer,
+            chat_template=self.chat_template,
+            view=self.view,
+            exclude_harness_text=self.exclude_harness_text,
+            max_len=self.max_len,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderConfig(RenderOptions):
+    """One arm of training rows from trajectory files."""
+
+    out: str = option(help=".jsonl, .jsonl.gz or .parquet")
+    arm: Arm = option(help="assistant (a), full (b) or user (c)")
 
 
 def render_file(cfg: RenderConfig) -> dict[str, Any]:
@@ -326,13 +342,7 @@ def render_file(cfg: RenderConfig) -> dict[str, Any]:
     from terminalworld.core.formats import iter_trajectories
     from terminalworld.core.records import BadLine
 
-    renderer = build_renderer(
-        tokenizer=cfg.tokenizer,
-        chat_template=cfg.chat_template,
-        view=cfg.view,
-        exclude_harness_text=cfg.exclude_harness_text,
-        max_len=cfg.max_len,
-    )
+    renderer = cfg.renderer()
     stats = {"examples": 0, "tokens": 0, "trained_tokens": 0, "truncated_examples": 0, "truncated_tokens": 0}
     with _row_writer(cfg.out) as write:
         for item in tqdm(iter_trajectories(cfg.inputs), desc=f"render {cfg.arm}", unit="traj"):
