@@ -92,12 +92,13 @@ def test_the_host_loopback_is_out_of_reach(sandbox, listener):
 def test_a_memory_bomb_is_stopped_and_named(make_sandbox):
     # Should the host still run short of memory, the kernel kills sandboxed processes first.
     assert make_sandbox().run("cat /proc/self/oom_score_adj").output == "1000\n"
+    # Piping 2 GiB into tail takes seconds on a loaded machine: the wall limit is not what is tested here.
     t0 = time.monotonic()
-    r = make_sandbox().run("python3 -c 'x = bytearray(3 << 30)' || head -c 3G /dev/zero | tail")
+    r = make_sandbox(timeout_s=60.0).run("python3 -c 'x = bytearray(3 << 30)' || head -c 3G /dev/zero | tail")
     assert r.limits == ("memory",) and r.output.endswith("\n(memory limit reached: 2048 MiB per process)\n")
-    r = make_sandbox(memory_bytes=256 << 20).run("head -c 1G /dev/zero | tail")
+    r = make_sandbox(memory_bytes=256 << 20, timeout_s=60.0).run("head -c 1G /dev/zero | tail")
     assert "tail: memory exhausted" in r.output and r.limits == ("memory",) and "256 MiB per process" in r.output
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 120
 
 
 def test_a_fork_flood_ends_cleanly(make_sandbox, token):
