@@ -23,10 +23,8 @@ def fine_fn(*, out: str) -> None:
 
 
 def test_plan_and_run_resolve_the_same_prefix(monkeypatch, tmp_path):
-    from marin.execution.lazy import OUT
-
     monkeypatch.delenv("MARIN_PREFIX", raising=False)
-    h = step("tw-test/fine", fine_fn, version="2026.01.01", out=OUT)
+    h = step("tw-test/fine", fine_fn, version="2026.01.01")
     assert f"output:    {h.path()}\n" in plan([h]) + "\n"
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
     assert f"output:    {tmp_path}/tw-test/fine/2026.01.01\n" in plan([h]) + "\n"
@@ -35,20 +33,16 @@ def test_plan_and_run_resolve_the_same_prefix(monkeypatch, tmp_path):
 
 
 def test_resources_travel_with_the_step_and_stay_out_of_its_identity():
-    from marin.execution.lazy import OUT
-
-    local = step("tw-test/r", fine_fn, version="2026.01.01", out=OUT)
-    tpu = step("tw-test/r", fine_fn, version="2026.01.01", out=OUT, resources=ResourceConfig.with_tpu("v5p-8"))
-    cpu = step("tw-test/r", fine_fn, version="2026.01.01", out=OUT, resources=ResourceConfig.with_cpu())
+    local = step("tw-test/r", fine_fn, version="2026.01.01")
+    tpu = step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_tpu("v5p-8"))
+    cpu = step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_cpu())
     assert [describe_resources(h) for h in (local, tpu, cpu)] == ["local process", "tpu v5p-8", "cpu"]
     assert local.fingerprint() == tpu.fingerprint() == cpu.fingerprint()
 
 
 def test_a_failing_step_prints_one_line_and_keeps_its_traceback_in_the_log(monkeypatch, tmp_path, capfd):
-    from marin.execution.lazy import OUT
-
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
-    h = step("tw-test/broken", broken_fn, version="2026.01.01", out=OUT, value=7)
+    h = step("tw-test/broken", broken_fn, version="2026.01.01", value=7)
     assert main([h], "test", ["--run"]) == 2
     err = capfd.readouterr().err
     log = tmp_path / "tw-test/broken/2026.01.01" / FAILURE_LOG

@@ -18,14 +18,11 @@ def record_fn(*, out: str, trajectories: int, seed: int, max_output_chars: int) 
 
 def recorded_corpus(*, trajectories: int, seed: int, max_output_chars: int, version: str) -> Corpus:
     """A corpus recorded in the sandbox (the local demo's; SWE-ZERO's row format)."""
-    from marin.execution.lazy import OUT
-
     return Corpus(
         step(
             artifacts.RECORDED_CORPUS,
             record_fn,
             version=version,
-            out=OUT,
             trajectories=trajectories,
             seed=seed,
             max_output_chars=max_output_chars,
@@ -49,8 +46,6 @@ def subsets_fn(*, corpus: str | list, out: str, sizes: list[int], seed: int) -> 
 
 def subsets(*, corpus: Corpus, sizes: list[int], seed: int, resources=None, version: str) -> Subsets:
     """Nested subsets of `sizes` (each smaller one a prefix of each larger one)."""
-    from marin.execution.lazy import OUT
-
     return Subsets(
         step(
             artifacts.SUBSETS,
@@ -58,7 +53,6 @@ def subsets(*, corpus: Corpus, sizes: list[int], seed: int, resources=None, vers
             version=version,
             resources=resources,
             corpus=corpus.files,
-            out=OUT,
             sizes=list(sizes),
             seed=seed,
         )
@@ -93,8 +87,6 @@ def heldout(
     version: str,
 ) -> HeldoutSet:
     """n held-out rows from repos unseen in the training subset of `train_size`."""
-    from marin.execution.lazy import OUT
-
     file = artifacts.heldout_file(n)
     return HeldoutSet(
         step(
@@ -104,7 +96,6 @@ def heldout(
             resources=resources,
             corpus=corpus.files,
             train=subsets.subset(train_size),
-            out=OUT,
             file=file,
             n=n,
             context_turns=context_turns,

@@ -47,8 +47,6 @@ def scores(
     version: str,
 ) -> Scores:
     """The probe's scores of `model` (rendered with `chat_template_from`'s template if given)."""
-    from marin.execution.lazy import OUT
-
     file = artifacts.scores_file(model_name)
     return Scores(
         step(
@@ -58,7 +56,6 @@ def scores(
             resources=resources,
             model=model_input(model),
             heldout=heldout.rows,
-            out=OUT,
             file=file,
             mode=mode,
             model_name=model_name,

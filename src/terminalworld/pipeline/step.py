@@ -1,6 +1,7 @@
 """How a stage becomes a Marin step, and the typed artifacts the stages' builders return.
 
-A builder (in each stage's `steps` module) wraps a plain top-level step function with `step()`:
+A builder (in each stage's `steps` module) wraps a plain top-level step function with `step()`,
+which passes it its output folder as `out`:
 Marin's lazy `apply` addresses the artifact as `{prefix}/{name}/{version}` and fingerprints its
 literal inputs; resources travel with the step as Marin's `RemoteCallable` run, which Marin keeps
 out of the fingerprint. Locally (`resources=None`) a step runs in the driver's process.
@@ -23,11 +24,11 @@ FAILURE_LOG = "failure.log"
 
 
 def step(name: str, fn: Callable[..., Any], *, version: str, resources: Any = None, **inputs: Any):
-    """A Marin `ArtifactStep` running `fn(**inputs)`; inputs may hold other steps (dependencies),
-    `[step, relpath]` pairs, and Marin's `OUT` (this step's output folder)."""
-    from marin.execution.lazy import apply
+    """A Marin `ArtifactStep` running `fn(out=<its output folder>, **inputs)`; inputs may hold other
+    steps (dependencies) and `[step, relpath]` pairs."""
+    from marin.execution.lazy import OUT, apply
 
-    handle = apply(name, _keeps_traceback(fn), version=version, **inputs)
+    handle = apply(name, _keeps_traceback(fn), version=version, out=OUT, **inputs)
     if resources is None:
         return handle
     from marin.execution.remote import remote
@@ -39,16 +40,14 @@ def _keeps_traceback(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`, writing the traceback of a failure to `{out}/failure.log` before re-raising it."""
 
     @functools.wraps(fn)
-    def run(**kwargs: Any) -> Any:
+    def run(*, out: str, **kwargs: Any) -> Any:
         try:
-            return fn(**kwargs)
+            return fn(out=out, **kwargs)
         except BaseException:
-            out = kwargs.get("out")
-            if isinstance(out, str):
-                import fsspec
+            import fsspec
 
-                with fsspec.open(os.path.join(out, FAILURE_LOG), "w") as f:
-                    f.write(traceback.format_exc())
+            with fsspec.open(os.path.join(out, FAILURE_LOG), "w") as f:
+                f.write(traceback.format_exc())
             raise
 
     return run

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import fsspec
 import yaml
 from fsspec.core import url_to_fs as _fs
 
 import terminalworld
+from terminalworld.core.records import read_json
 from terminalworld.errors import InputError
 from terminalworld.options import option
 from terminalworld.pipeline import artifacts
@@ -123,8 +123,7 @@ def _exists(path: str) -> bool:
 
 
 def _read_json(*parts: str) -> Any:
-    with fsspec.open(posixpath.join(*parts)) as f:
-        return json.load(f)
+    return read_json(posixpath.join(*parts))
 
 
 def _cell(value: Any) -> str:

@@ -23,15 +23,12 @@ def report_fn(*, scores: dict[str, str | list], out: str, base: str, reference: 
 
 def report(*, scores: list[Scores], base: str, reference: str | None, version: str) -> Report:
     """Compare every scored model against `base` (and count degradations against `reference`)."""
-    from marin.execution.lazy import OUT
-
     return Report(
         step(
             artifacts.REPORT,
             report_fn,
             version=version,
             scores={s.model_name: inside(s, s.file) for s in scores},
-            out=OUT,
             base=base,
             reference=reference,
         )
@@ -102,15 +99,12 @@ def docs_site(
 ) -> Site:
     """The docs site built from `reports`; `publish` ({user, slug, title}) also uploads it to Marin's
     public site hosting at this `version` (a calendar version, as `publish_site` requires)."""
-    from marin.execution.lazy import OUT
-
     return Site(
         step(
             artifacts.DOCS_SITE,
             site_fn,
             version=version,
             reports=[r.step for r in reports],
-            out=OUT,
             repo_url=repo_url,
             release=release,
             publish={**publish, "version": version} if publish else None,

@@ -77,8 +77,6 @@ def tokenized(
     version: str,
 ) -> Tokenized:
     """Rows skip..size of the subset of `size`, rendered under `arm` and packed to `seq_len`."""
-    from marin.execution.lazy import OUT
-
     return Tokenized(
         step(
             artifacts.tokenized(arm, scale),
@@ -87,7 +85,6 @@ def tokenized(
             resources=resources,
             subset=subsets.subset(size),
             skip=skip,
-            out=OUT,
             arm=arm,
             tokenizer=tokenizer,
             max_len=max_len,
@@ -136,8 +133,6 @@ def checkpoint(
 ) -> Checkpoint:
     """SFT of `init_from` (an HF model or an earlier checkpoint; a tiny Qwen3 from scratch when
     None and the recipe says `tiny`) on one tokenized arm."""
-    from marin.execution.lazy import OUT
-
     return Checkpoint(
         step(
             artifacts.checkpoint(arm, scale),
@@ -145,7 +140,6 @@ def checkpoint(
             version=version,
             resources=resources,
             tokenized=tokenized.step,
-            out=OUT,
             recipe=asdict(recipe),
             init_from=model_input(init_from),
         )
