@@ -59,13 +59,15 @@ def allowed_code_trees() -> list[str]:
 def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: int = 4 << 20) -> list[CodeTree]:
     """The listed pure-Python distributions of this environment (no compiled extension), sorted by
     name; raises `InputError` when a listed one is missing, since the corpus would differ."""
+    allowed = allowed_code_trees()
+    wanted = set(allowed)
     trees: dict[str, CodeTree] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
         if not name or dist.files is None:
             continue
         key = re.sub(r"[-_.]+", "-", name).lower()
-        if key in trees or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in dist.files):
+        if key not in wanted or key in trees or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in dist.files):
             continue
         files = []
         size = 0
@@ -83,7 +85,6 @@ def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: 
             and size <= max_bytes
         ):
             trees[key] = CodeTree(f"pypi/{key}", dist.version, tuple(sorted(files, key=lambda x: x[1])))
-    allowed = allowed_code_trees()
     missing = [k for k in allowed if k not in trees]
     if missing:
         raise InputError(
