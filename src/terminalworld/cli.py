@@ -43,14 +43,16 @@ def run_cli(fn: Callable[[], object]) -> int:
 
 # (command words, help, config class, function taking the config) for every dataclass command.
 def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object]]]:
+    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
     from terminalworld.core.maskview import ShowMaskConfig, show_mask
     from terminalworld.core.render import RenderConfig, render_file
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
     from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
-    from terminalworld.env.sandbox import ExecConfig, exec_main
+    from terminalworld.env.exec_cli import ExecConfig, exec_main
     from terminalworld.eval.scoring import ScoreConfig, score
     from terminalworld.report.probe import CompareConfig, compare_main
     from terminalworld.report.site import DocsBuildConfig, build_docs
+    from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
     return [
         (("corpus", "record"), "record real-shell trajectories in SWE-ZERO format", RecordConfig, record_corpus),
@@ -61,6 +63,8 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
         (("score",), "env-token PPL of a model on held-out rows (resumable)", ScoreConfig, score),
         (("compare",), "the probe table, plots and metrics.json from scorer outputs", CompareConfig, compare_main),
         (("sandbox", "exec"), "run one command in the sandbox; print what an agent would see", ExecConfig, exec_main),
+        (("tasks", "make"), "SWE-style bug-fix tasks in Harbor's format, validated", MakeTasksConfig, make_tasks),
+        (("agent-eval",), "grade an agent on Harbor-format tasks with Harbor (resumable)", AgentEvalConfig, agent_eval),
         (("docs", "build"), "the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
     ]
 

@@ -4,8 +4,9 @@ import json
 import pytest
 
 from terminalworld.core.formats import load_trajectories
+from terminalworld.core.prompts import SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, command_family, extract_command
-from terminalworld.corpus.recorder import SYSTEM_PROMPT, RecordConfig, record_corpus
+from terminalworld.corpus.recorder import RecordConfig, record_corpus
 from terminalworld.env.codetrees import discover_code_trees
 
 

@@ -1,8 +1,7 @@
 """The same boundary when the caller is not root: the whole sandbox runs from an unprivileged uid.
 
 The project's interpreter may sit where another uid cannot reach it (under /root), so the caller is
-the system's python3 importing the sandbox module straight from the source tree, with a stand-in for
-the command-line helper (`options`, which only `ExecConfig` uses and which needs Python 3.12).
+the system's python3 importing the sandbox module (standard library only) straight from the source tree.
 """
 
 import json
@@ -24,10 +23,8 @@ UID = 54321
 PYTHON = "/usr/bin/python3"
 
 CALLER = """
-import dataclasses, json, sys, types
+import json, sys
 sys.path.insert(0, sys.argv[1])
-options = sys.modules["terminalworld.options"] = types.ModuleType("terminalworld.options")
-options.option = lambda default=dataclasses.MISSING, **_: dataclasses.field(default=default)
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 sandbox = Sandbox(sys.argv[2], SandboxConfig(timeout_s=5, memory_bytes=256 << 20))
 commands = json.loads(sys.argv[3])

@@ -46,13 +46,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 from terminalworld.errors import InputError, SandboxUnavailable
-from terminalworld.options import option
 
 REPO_MOUNT = "/testbed"
 _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 # Masked whatever their mode, wherever the sandbox's uid could read them.
 _SECRETS = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d"}
 _SECRETS |= {"/etc/ssl/private", "/etc/security/opasswd"}
+_RESERVED = {"", "proc", "dev", "tmp", REPO_MOUNT[1:], *(d[1:] for d in _SYSTEM_DIRS)}  # not for binds
 _ENTRY_BYTES = 4096  # the least an entry charges to the disk cap, so floods of empty files meet it too
 # uid 0 inside is the unprivileged host uid; no capability survives and none can be regained.
 _ISOLATION = "--unshare-user --uid 0 --gid 0 --cap-drop ALL --disable-userns --unshare-net --unshare-pid "
@@ -320,30 +320,49 @@ class Sandbox:
     namespaces, so `cd`, variables and processes do not persist. Creating one checks the host
     (`check_available`) and, on a root host, gives the repository copy to `config.host_uid`."""
 
-    def __init__(self, repo_dir: str, config: SandboxConfig = SandboxConfig()):
+    def __init__(self, repo_dir: str, config: SandboxConfig = SandboxConfig(), *, binds: dict[str, str] | None = None):
+        """`binds` maps more absolute paths inside to host folders, writable like the repository and
+        counted in its disk cap: a harness's `/tests` or `/logs`. Each must not shadow a system folder."""
         self.repo_dir = os.path.abspath(repo_dir)
         self.config = config
         self.memory_limit_kind = memory_limit_kind()
-        if not os.path.isdir(self.repo_dir):
-            raise InputError(f"{repo_dir}: not a folder")
+        self.binds = {inside: os.path.abspath(host) for inside, host in (binds or {}).items()}
+        if bad := [p for p in self.binds if not p.startswith("/") or p.split("/")[1] in _RESERVED]:
+            raise InputError(f"{bad[0]}: binds go to absolute paths outside the system folders and /testbed")
+        if missing := [p for p in [self.repo_dir, *self.binds.values()] if not os.path.isdir(p)]:
+            raise InputError(f"{missing[0]}: not a folder")
         check_available(config)
         self._ident = _identity(config)
-        if self._ident and (blocked := _blocked_on(os.path.dirname(self.repo_dir), *self._ident)):
-            mode = stat.S_IMODE(os.stat(blocked).st_mode)
-            raise SandboxUnavailable(
-                f"sandboxes run as uid {self._ident[0]} on this root host and cannot reach {self.repo_dir} "
-                f"({blocked} has mode {mode:o}); use a folder every user may traverse, such as one under /tmp"
-            )
+        for path in [self.repo_dir, *self.binds.values()]:
+            if self._ident and (blocked := _blocked_on(os.path.dirname(path), *self._ident)):
+                mode = stat.S_IMODE(os.stat(blocked).st_mode)
+                raise SandboxUnavailable(
+                    f"sandboxes run as uid {self._ident[0]} on this root host and cannot reach {path} "
+                    f"({blocked} has mode {mode:o}); use a folder every user may traverse, such as one under /tmp"
+                )
         bwrap = _runnable_bwrap(bwrap_path(config.bwrap), self._ident)
-        self._prefix = [bwrap, *_sandbox_args(config, self._ident, ["--bind", self.repo_dir, REPO_MOUNT])]
+        mounts = ["--bind", self.repo_dir, REPO_MOUNT]
+        mounts += [a for inside, host in sorted(self.binds.items()) for a in ("--bind", host, inside)]
+        self._prefix = [bwrap, *_sandbox_args(config, self._ident, mounts)]
         self.claim_repo()
 
-    def claim_repo(self) -> None:
-        """Give the repository copy to the sandbox's host uid (on a root host) and take its size as the
-        base of the disk cap. Call it again after the host adds files."""
+    def give_back(self, uid: int, gid: int) -> None:
+        """Hand the repository copy and the bound folders to `uid`/`gid` (their owner before a root
+        host lent them to the sandbox); only while no command runs."""
         if self._ident:
-            _give_tree(self.repo_dir, *self._ident)
-        self._base_bytes = _tree_bytes(self.repo_dir, unlock=True)
+            for path in [self.repo_dir, *self.binds.values()]:
+                _give_tree(path, uid, gid)
+
+    def _bytes(self, *, unlock: bool = False) -> int:
+        return sum(_tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
+
+    def claim_repo(self) -> None:
+        """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
+        and take their size as the base of the disk cap. Call it again after the host adds files."""
+        if self._ident:
+            for path in [self.repo_dir, *self.binds.values()]:
+                _give_tree(path, *self._ident)
+        self._base_bytes = self._bytes(unlock=True)
 
     def argv(self, command: str) -> list[str]:
         """The bwrap command line for `command`: an outer shell inside sets the limits (no capability
@@ -363,10 +382,11 @@ class Sandbox:
         script += f'ulimit {limits} && ulimit -St {max(cpu - 1, 1)} && ulimit -Ht {cpu} && exec /bin/bash -c "$1"'
         return [*self._prefix, "/bin/bash", "-c", script, "bash", command]
 
-    def run(self, command: str) -> CommandResult:
-        """Run `command` under every limit and return what an agent would see. Nothing the command does
-        raises; afterwards the host is unchanged apart from the repository copy."""
-        cfg = self.config
+    def run(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
+        """Run `command` under every limit (the wall limit `timeout_s`, default the config's) and
+        return what an agent would see. Nothing the command does raises; afterwards the host is
+        unchanged apart from the repository copy and the bound folders."""
+        cfg = self.config if timeout_s is None else replace(self.config, timeout_s=timeout_s)
         pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
         start = time.monotonic()
         proc = subprocess.Popen(self.argv(command), **pipes, start_new_session=True, **_spawn_ids(self._ident))
@@ -380,7 +400,7 @@ class Sandbox:
                     stopped = "time"
                     break
                 if now >= next_poll:
-                    if _tree_bytes(self.repo_dir) - self._base_bytes > cfg.disk_bytes:
+                    if self._bytes() - self._base_bytes > cfg.disk_bytes:
                         stopped = "disk"
                         break
                     # Measuring a huge tree takes long: never spend most of the time measuring.
@@ -399,7 +419,7 @@ class Sandbox:
             proc.stdout.close()
             returncode = proc.wait()
         output, elided = out.render()
-        grown = _tree_bytes(self.repo_dir, unlock=os.geteuid() != 0) - self._base_bytes
+        grown = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
@@ -411,39 +431,9 @@ class Sandbox:
         }
         limits = tuple(k for k, v in hit.items() if v)
         returncode = {"time": 124, "disk": 137}.get(stopped or "", returncode)
-        return CommandResult(output + "".join(map(self._note, limits)), returncode, stopped == "time", elided, limits)
-
-    def _note(self, kind: str) -> str:
-        c = self.config
-        return "\n(" + _NOTES[kind].format(c, c.disk_bytes >> 20, c.memory_bytes >> 20, c.max_file_bytes >> 20) + ")\n"
+        notes = "".join(_note(cfg, kind) for kind in limits)
+        return CommandResult(output + notes, returncode, stopped == "time", elided, limits)
 
 
-@dataclass(frozen=True)
-class ExecConfig:
-    """`terminalworld sandbox exec`: one command in a sandbox over a folder; None keeps a default."""
-
-    command: list[str] = option(positional=True, help="the command, after --; its words are joined by spaces")
-    repo: str = option(help="the repository folder, mounted writable at /testbed")
-    timeout_s: float | None = option(None, flag="--timeout", help="wall-clock limit, seconds")
-    memory_mb: int | None = option(None, help="memory limit, MiB")
-    disk_mb: int | None = option(None, help="how much the repository may grow, MiB")
-
-
-def exec_main(cfg: ExecConfig) -> int:
-    """Run `cfg.command` in a sandbox over `cfg.repo`, print exactly what an agent would see (output,
-    truncation and limit notes) and return its exit status. On a root host the folder is lent to the
-    sandbox's uid for the command and given back to its owner afterwards."""
-    if not os.path.isdir(cfg.repo):
-        raise InputError(f"--repo {cfg.repo}: not a folder")
-    mib = {"memory_bytes": cfg.memory_mb, "disk_bytes": cfg.disk_mb}
-    overrides = {k: v << 20 for k, v in mib.items() if v is not None}
-    config = replace(SandboxConfig(), **overrides, **({} if cfg.timeout_s is None else {"timeout_s": cfg.timeout_s}))
-    owner = os.lstat(cfg.repo)
-    sandbox = Sandbox(cfg.repo, config)
-    try:
-        result = sandbox.run(" ".join(cfg.command))
-    finally:
-        if sandbox._ident:
-            _give_tree(sandbox.repo_dir, owner.st_uid, owner.st_gid)
-    print(result.output, end="", flush=True)
-    return result.returncode
+def _note(c: SandboxConfig, kind: str) -> str:
+    return "\n(" + _NOTES[kind].format(c, c.disk_bytes >> 20, c.memory_bytes >> 20, c.max_file_bytes >> 20) + ")\n"

@@ -1,0 +1,140 @@
+"""`terminalworld agent-eval`: grade an agent on a folder of Harbor-format tasks with real Harbor.
+
+The agent is Harbor's `oracle` (runs each task's solution) or `nop` (does nothing), or the
+project's SWE-ZERO agent (`harbor_agent`) driven by a model (`--model`, served on loopback by
+`serve`) or by a script of replies (`--replies`). Harbor runs in its own environment
+(`runtime`) with every command in the sandbox (`harbor_env`).
+
+Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun keeps every trial
+that has a result), `trials.jsonl` (one row per trial), `summary.json` (pass@1 ± stderr, pass@k,
+counts, errors) and `harbor_result.json` (Marin's field names). A trial that crashes is that
+trial's error; the others keep their results.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from terminalworld.agent import results, runtime
+from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
+from terminalworld.env.sandbox import bwrap_path, check_available
+from terminalworld.errors import InputError, StepFailed
+from terminalworld.options import option
+
+JOB_NAME = "agent-eval"
+
+
+@dataclass(frozen=True)
+class AgentEvalConfig:
+    """An agent evaluation: the tasks, the agent, its limits, attempts and concurrency."""
+
+    tasks: str = option(help="folder of Harbor-format task folders")
+    out: str = option(help="output folder (resumable)")
+    agent: Literal["oracle", "nop", "model", "scripted"] = option("model")
+    model: str | None = option(None, help="checkpoint folder, GGUF file or asset name (--agent model)")
+    replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
+    n_attempts: int = option(1)
+    n_concurrent: int = option(2, help="trials in parallel")
+    max_turns: int = option(30)
+    context_tokens: int = option(32768)
+    max_tokens_per_turn: int = option(2048)
+    temperature: float = option(0.0)
+    seed: int = option(0)
+    command_timeout_s: float = option(60.0, flag="--command-timeout", help="per agent command, seconds")
+    dtype: Literal["float32", "bfloat16"] = option("float32", help="the served model's dtype")
+
+
+def _task_names(tasks: Path) -> list[str]:
+    names = sorted(p.name for p in tasks.iterdir() if (p / "task.toml").is_file() and (p / "environment").is_dir())
+    if not names:
+        raise InputError(f"--tasks {tasks}: no Harbor task folder (task.toml and environment/) inside")
+    return names
+
+
+def _harness(cfg: AgentEvalConfig) -> dict[str, Any]:
+    fields = HarnessConfig.__dataclass_fields__
+    return {k: v for k, v in asdict(cfg).items() if k in fields}
+
+
+@contextlib.contextmanager
+def _endpoint(cfg: AgentEvalConfig):
+    """The agent kwargs that reach the model: a loopback server for `model`, a script, or none."""
+    if cfg.agent == "model":
+        if not cfg.model:
+            raise InputError("--agent model needs --model")
+        from terminalworld.agent.serve import ChatModel, serving
+
+        chat = ChatModel(cfg.model, context_tokens=cfg.context_tokens, dtype=cfg.dtype)
+        with serving(chat) as url:
+            yield {"api_base": url, "served_model": Path(cfg.model).name}
+    elif cfg.agent == "scripted":
+        if not cfg.replies or not Path(cfg.replies).is_file():
+            raise InputError("--agent scripted needs --replies FILE")
+        yield {"replies": str(Path(cfg.replies).resolve())}
+    else:
+        yield {}
+
+
+def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
+    """Run (or resume) the Harbor job and write trial rows and the summaries; returns the summary."""
+    tasks = Path(cfg.tasks).resolve()
+    if not tasks.is_dir():
+        raise InputError(f"--tasks {cfg.tasks}: not a folder")
+    names = _task_names(tasks)
+    check_available()
+    out = Path(cfg.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    python = runtime.harbor_python()
+    with _endpoint(cfg) as endpoint:
+        spec = {
+            "job_name": JOB_NAME,
+            "jobs_dir": str(out / "jobs"),
+            "tasks": str(tasks),
+            "agent": "model" if cfg.agent in ("model", "scripted") else cfg.agent,
+            # The endpoint's port changes between runs; Harbor resumes only an identical config.
+            "agent_kwargs": {**_harness(cfg), "command_timeout_s": cfg.command_timeout_s, **endpoint},
+            "environment_kwargs": {"bwrap": bwrap_path()},
+            "n_attempts": cfg.n_attempts,
+            "n_concurrent": cfg.n_concurrent,
+        }
+        _forget_endpoint(out / "jobs" / JOB_NAME, endpoint)
+        write_json(str(out / "job_spec.json"), spec)
+        log = out / "harbor.log"
+        with open(log, "w") as f:
+            proc = subprocess.run(
+                [python, "-m", "terminalworld.agent.harbor_job", str(out / "job_spec.json")],
+                env=runtime.harbor_env(),
+                stdout=f,
+                stderr=subprocess.STDOUT,
+            )
+    if proc.returncode != 0:
+        tail = log.read_text()[-1500:]
+        raise StepFailed(f"Harbor's job failed (exit {proc.returncode}); see {log}:\n{tail}")
+    rows = results.read_trials(out / "jobs" / JOB_NAME)
+    summary = results.summarize(rows, n_attempts=cfg.n_attempts, n_tasks=len(names), dataset=str(tasks))
+    summary["agent"] = cfg.agent if cfg.agent != "model" else f"model:{cfg.model}"
+    with atomic_jsonl(str(out / "trials.jsonl")) as f:
+        for row in rows:
+            f.write(dumps_row(row))
+    write_json(str(out / "summary.json"), summary)
+    write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
+    return summary
+
+
+def _forget_endpoint(job_dir: Path, endpoint: dict[str, Any]) -> None:
+    """Let Harbor resume a job whose only change is the loopback endpoint's port: rewrite the
+    recorded config's `api_base` to this run's before Harbor compares them."""
+    path = job_dir / "config.json"
+    if "api_base" not in endpoint or not path.is_file():
+        return
+    text = json.loads(path.read_text())
+    for agent in text.get("agents", []):
+        if "api_base" in (agent.get("kwargs") or {}):
+            agent["kwargs"]["api_base"] = endpoint["api_base"]
+    path.write_text(json.dumps(text, indent=4))

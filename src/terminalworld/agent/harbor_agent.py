@@ -1,0 +1,127 @@
+"""SWE-ZERO's agent as a Harbor agent: the format the checkpoints were trained on, one class for
+production (a vLLM endpoint) and for the local miniature (the project's own endpoint over an
+in-process HF model, `serve.py`), both OpenAI-compatible chat completions.
+
+Imported only inside Harbor's environment (see `harbor_env`); it needs nothing beyond the standard
+library and Harbor. Kwargs (Harbor's `AgentConfig.kwargs`) are `HarnessConfig`'s fields,
+`command_timeout_s`, the endpoint `api_base` and its `served_model` name (Harbor's own `base_url`
+and `model_name` would send the name through litellm's provider parsing), and `replies`: a JSON file {task name or "*": [reply, ...]} that makes the
+agent scripted, replaying those replies instead of calling a model (the harness, Harbor and the
+verifier stay real, so a script's score is known in advance).
+
+Each trial leaves `/logs/agent/trajectory.json`: the episode in SWE-ZERO's row format, with its
+outcome, turns and token counts, so solved episodes can join a corpus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from harbor.agents.base import BaseAgent
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext
+
+from terminalworld.agent.harness import Episode, HarnessConfig
+from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
+
+VERSION = "1"
+
+
+class ContextLengthExceededError(Exception):
+    """The endpoint refused the prompt as longer than the model's context: the episode ends there
+    and the verifier grades what the agent did (an agent's failure, not the infrastructure's)."""
+
+
+class SweZeroAgent(BaseAgent):
+    """THOUGHT plus one bash block per turn, `Observation: ` answers, the submission sentinel."""
+
+    def __init__(self, logs_dir: Path, model_name: str | None = None, *args, **kwargs):
+        fields = set(HarnessConfig.__dataclass_fields__)
+        self.harness = HarnessConfig(**{k: kwargs.pop(k) for k in list(kwargs) if k in fields})
+        self.command_timeout_s = float(kwargs.pop("command_timeout_s", 60.0))
+        self.api_base = kwargs.pop("api_base", None)
+        self.served_model = kwargs.pop("served_model", "model")
+        replies = kwargs.pop("replies", None)
+        self.script = json.loads(Path(replies).read_text()) if replies else None
+        super().__init__(logs_dir, model_name, *args, **kwargs)
+
+    @staticmethod
+    def name() -> str:
+        return "terminalworld-swe-zero"
+
+    def version(self) -> str | None:
+        return VERSION
+
+    async def setup(self, environment: BaseEnvironment) -> None:
+        if self.script is None and not self.api_base:
+            raise ValueError("the model agent needs an OpenAI-compatible endpoint: kwargs api_base")
+
+    def _complete(self, messages: list[dict[str, str]]) -> tuple[str, int, int]:
+        """(reply, prompt tokens, completion tokens) from the OpenAI-compatible endpoint."""
+        body = {
+            "model": self.served_model,
+            "messages": messages,
+            "temperature": self.harness.temperature,
+            "max_tokens": self.harness.max_tokens_per_turn,
+            "seed": self.harness.seed,
+        }
+        request = urllib.request.Request(
+            f"{self.api_base.rstrip('/')}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=3600) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode(errors="replace")
+            if e.code == 400 and "context" in detail.lower():
+                raise ContextLengthExceededError(detail) from None
+            raise
+        usage = answer.get("usage") or {}
+        return (
+            answer["choices"][0]["message"]["content"],
+            usage.get("prompt_tokens", 0),
+            usage.get("completion_tokens", 0),
+        )
+
+    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+        episode = Episode(system=TASK_SYSTEM_PROMPT, task=instruction, config=self.harness)
+        scripted = None
+        if self.script is not None:
+            scripted = iter(self.script.get(environment.environment_name, self.script.get("*", [])))
+        context.n_input_tokens, context.n_output_tokens, context.metadata = 0, 0, {}
+        used = 0  # tokens of the conversation so far, as the endpoint counted them
+        try:
+            while episode.outcome == "running":
+                if scripted is not None:
+                    reply = next(scripted, None)
+                    if reply is None:
+                        break
+                else:
+                    if not episode.check_context(used):
+                        break
+                    try:
+                        reply, prompt, completion = await asyncio.to_thread(self._complete, episode.messages)
+                    except ContextLengthExceededError:
+                        episode.outcome = "context_limit"
+                        break
+                    used = prompt + completion
+                    context.n_input_tokens += prompt
+                    context.n_output_tokens += completion
+                command = episode.act(reply)
+                if command is not None and episode.outcome == "running":
+                    result = await environment.exec(command, timeout_sec=self.command_timeout_s)
+                    episode.observe(result.stdout or "")
+        finally:
+            context.metadata = {
+                "outcome": episode.outcome,
+                "turns": episode.turns,
+                "format_errors": episode.format_errors,
+            }
+            row = {"messages": episode.messages, "metadata": context.metadata}
+            (self.logs_dir / "trajectory.json").write_text(json.dumps(row, ensure_ascii=False, indent=1))

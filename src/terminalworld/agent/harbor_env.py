@@ -1,0 +1,118 @@
+"""A Harbor environment whose every command runs in the project's bubblewrap sandbox: real Harbor
+jobs, trials and verifiers on a machine without Docker.
+
+Imported only inside Harbor's own environment (`harbor_runtime`), with the project's `src` on the
+path; the sandbox module needs nothing but the standard library and a bwrap binary, which the
+launcher passes as `bwrap=`.
+
+Each trial gets a private folder: the task's `environment/repo/` copied to the task's workdir
+(/testbed, the sandbox's repository mount), and host folders bound at /tests, /solution, /logs and
+/installed-agent, the absolute paths Harbor's verifier, oracle and agents use. A task without
+`environment/repo/` starts from an empty /testbed; a Dockerfile is not built (this environment has
+no image), so only tasks whose environment is the repository run here. Uploads and downloads are
+host copies. A command runs as the sandbox's uid 0 whatever `user` asks, with the sandbox's wall
+limit (`timeout_sec`, else `command_timeout_s`); a cancelled `exec` (Harbor's agent timeout)
+leaves its command to that limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.capabilities import EnvironmentCapabilities
+
+from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
+
+BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
+LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")  # Harbor writes there without creating them
+
+
+class SandboxEnvironment(BaseEnvironment):
+    """Harbor's `BaseEnvironment` over `terminalworld.env.sandbox.Sandbox`."""
+
+    def __init__(self, *args, bwrap: str | None = None, command_timeout_s: float = 600.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._config = SandboxConfig(bwrap=bwrap, timeout_s=command_timeout_s)
+        self._root: Path | None = None
+        self._sandbox: Sandbox | None = None
+
+    @staticmethod
+    def type() -> str:
+        return "terminalworld-sandbox"
+
+    @property
+    def capabilities(self) -> EnvironmentCapabilities:
+        return EnvironmentCapabilities(disable_internet=True)  # the sandbox has no network namespace peer
+
+    def _validate_definition(self) -> None:
+        workdir = self.task_env_config.workdir or REPO_MOUNT
+        if workdir != REPO_MOUNT:
+            raise ValueError(f"the sandbox environment mounts the repository at {REPO_MOUNT}, not {workdir}")
+
+    def _host(self, path: str) -> Path:
+        """Where absolute sandbox path `path` lives on the host."""
+        assert self._root is not None, "start() first"
+        p = PurePosixPath(path)
+        for inside in (REPO_MOUNT, *BOUND):
+            if p == PurePosixPath(inside) or PurePosixPath(inside) in p.parents:
+                return self._root / inside.strip("/") / p.relative_to(inside)
+        raise ValueError(f"{path}: this environment keeps files only under {REPO_MOUNT} and {', '.join(BOUND)}")
+
+    async def start(self, force_build: bool) -> None:
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        self._root = Path(tempfile.mkdtemp(prefix="tw-harbor-", dir=base))
+        os.chmod(self._root, 0o711)  # a root host runs the sandbox as an unprivileged uid
+        repo = self.environment_dir / "repo"
+        if repo.is_dir():
+            shutil.copytree(repo, self._host(REPO_MOUNT), symlinks=True)
+        else:
+            self._host(REPO_MOUNT).mkdir()
+        for inside in (*BOUND, *LOG_DIRS):
+            self._host(inside).mkdir()
+        binds = {inside: str(self._host(inside)) for inside in BOUND}
+        self._sandbox = await asyncio.to_thread(Sandbox, str(self._host(REPO_MOUNT)), self._config, binds=binds)
+
+    async def stop(self, delete: bool) -> None:
+        if self._root is not None and delete:
+            shutil.rmtree(self._root, ignore_errors=True)
+
+    async def _claim(self) -> None:
+        assert self._sandbox is not None
+        await asyncio.to_thread(self._sandbox.claim_repo)
+
+    async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        dest = self._host(target_path)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source_path, dest)
+        await self._claim()
+
+    async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        shutil.copytree(source_dir, self._host(target_dir), dirs_exist_ok=True, symlinks=True)
+        await self._claim()
+
+    async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(self._host(source_path), target_path)
+
+    async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        shutil.copytree(self._host(source_dir), target_dir, dirs_exist_ok=True, symlinks=True)
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout_sec: int | None = None,
+        user: str | int | None = None,
+    ) -> ExecResult:
+        assert self._sandbox is not None, "start() first"
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (self._merge_env(env) or {}).items())
+        script = f"cd {shlex.quote(cwd)} && {{ {exports}{command}\n}}" if cwd else f"{exports}{command}"
+        result = await asyncio.to_thread(self._sandbox.run, script, timeout_s=timeout_sec or None)
+        return ExecResult(stdout=result.output, stderr="", return_code=result.returncode)

@@ -1,0 +1,139 @@
+"""Trial rows and the summary of a Harbor job: pass@1 with its standard error, unbiased pass@k,
+and Marin's accounting of scored, unscored and errored trials.
+
+Errors are split as Marin's Harbor runner splits them: an agent error (timeout, context length,
+non-zero exit) is the agent's failure and is scored with whatever the verifier found; an
+infrastructure error (environment start, verifier timeout, reward file missing, LLM transport) says
+nothing about the agent and leaves the trial unscored. `harbor_result.json` keeps Marin's field
+names so Marin's tooling reads ours.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from terminalworld.errors import ResultsError
+
+SOLVED = 0.99  # Marin's threshold: a reward at or above it is a solve
+AGENT_ERRORS = frozenset(
+    {
+        "AgentTimeoutError",
+        "NonZeroAgentExitCodeError",
+        "ContextLengthExceededError",
+        "OutputLengthExceededError",
+        "AgentError",
+    }
+)
+
+
+def trial_row(result: dict[str, Any]) -> dict[str, Any]:
+    """One row per trial from Harbor's trial `result.json`: task, attempt key, reward, exception
+    type, whether it is scored, turns, tokens and seconds per phase."""
+    exc = (result.get("exception_info") or {}).get("exception_type")
+    verifier = result.get("verifier_result") or {}
+    rewards = verifier.get("rewards") or {}
+    agent = result.get("agent_result") or {}
+    meta = agent.get("metadata") or {}
+    scored = bool(rewards) and (exc is None or exc in AGENT_ERRORS)
+
+    def seconds(phase: str) -> float | None:
+        span = result.get(phase) or {}
+        if not span.get("started_at") or not span.get("finished_at"):
+            return None
+        start, end = (datetime.fromisoformat(span[k]) for k in ("started_at", "finished_at"))
+        return (end - start).total_seconds()
+
+    return {
+        "task": result["task_name"],
+        "trial": result["trial_name"],
+        "reward": float(rewards.get("reward", 0.0)) if scored else None,
+        "scored": scored,
+        "exception": exc,
+        "error_kind": None if exc is None else "agent" if exc in AGENT_ERRORS else "infrastructure",
+        "outcome": meta.get("outcome"),
+        "turns": meta.get("turns"),
+        "input_tokens": agent.get("n_input_tokens"),
+        "output_tokens": agent.get("n_output_tokens"),
+        "seconds": {p: seconds(p) for p in ("environment_setup", "agent_setup", "agent_execution", "verifier")},
+    }
+
+
+def read_trials(job_dir: Path) -> list[dict[str, Any]]:
+    """Rows of every trial of a Harbor job folder that wrote its `result.json`, sorted by trial."""
+    rows = []
+    for path in sorted(job_dir.glob("*/result.json")):
+        try:
+            rows.append(trial_row(json.loads(path.read_text())))
+        except (json.JSONDecodeError, KeyError) as e:
+            raise ResultsError(f"{path}: not a Harbor trial result ({e})") from None
+    return sorted(rows, key=lambda r: (r["task"], r["trial"]))
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The unbiased estimate 1 - C(n-c, k) / C(n, k) of solving in k of n attempts with c solves."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, dataset: str) -> dict[str, Any]:
+    """The job's summary: pass@1 (mean reward over scored trials) and its standard error, pass@k for
+    every k up to the fewest scored attempts of a task, and the counts and errors Marin reports."""
+    scored = [r for r in rows if r["scored"]]
+    rewards = [r["reward"] for r in scored]
+    n = len(rewards)
+    mean = sum(rewards) / n if n else None
+    stderr = math.sqrt(sum((x - mean) ** 2 for x in rewards) / (n - 1) / n) if n > 1 else None
+    by_task: dict[str, list[float]] = defaultdict(list)
+    for r in scored:
+        by_task[r["task"]].append(r["reward"])
+    k_max = min((len(v) for v in by_task.values()), default=0)
+    at_k = {
+        str(k): sum(pass_at_k(len(v), sum(x >= SOLVED for x in v), k) for v in by_task.values()) / len(by_task)
+        for k in range(1, k_max + 1)
+    }
+    errors = Counter(f"{r['error_kind']}:{r['exception']}" for r in rows if r["exception"])
+    attempted = n_tasks * n_attempts
+    errors["infrastructure:no_result_written"] += attempted - len(rows)
+    solved = sum(x >= SOLVED for x in rewards)
+    return {
+        "dataset": dataset,
+        "benchmark_trials": attempted,
+        "attempted_trials": attempted,
+        "scored_trials": n,
+        "solved_trials": solved,
+        "unscored_trials": attempted - n,
+        "errors": {k: v for k, v in sorted(errors.items()) if v},
+        "mean_reward": mean,
+        "accuracy": solved / n if n else None,
+        "pass_at_1": mean,
+        "pass_at_1_stderr": stderr,
+        "pass_at_k": at_k,
+        "tasks": n_tasks,
+        "n_attempts": n_attempts,
+        "agent_errors": sum(v for k, v in errors.items() if k.startswith("agent:")),
+        "infrastructure_errors": sum(v for k, v in errors.items() if k.startswith("infrastructure:")),
+    }
+
+
+MARIN_FIELDS = (
+    "dataset",
+    "benchmark_trials",
+    "attempted_trials",
+    "scored_trials",
+    "solved_trials",
+    "unscored_trials",
+    "errors",
+    "mean_reward",
+    "accuracy",
+)
+
+
+def harbor_result(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary under Marin's `harbor_result.json` field names only."""
+    return {k: summary[k] for k in MARIN_FIELDS}

@@ -1,0 +1,118 @@
+"""A generated task on disk, in Harbor's task format, and its verifier run in the sandbox.
+
+    <task>/task.toml             metadata (repo, function, bug kind) and time limits
+    <task>/instruction.md        the issue: what the function returns and what it should
+    <task>/environment/repo/     the bugged repository, one commit, nothing in `git diff`
+    <task>/environment/Dockerfile  the same environment for Harbor's Docker backends
+    <task>/tests/test.sh         runs the cases, writes /logs/verifier/reward.txt
+    <task>/tests/check.py        `casecheck.py`; tests/cases.json: FAIL_TO_PASS and PASS_TO_PASS
+    <task>/solution/solve.sh     applies the reverse patch
+
+The verifier is the one Harbor runs: `bash /tests/test.sh` inside the environment, with the
+repository at /testbed and the reward read from /logs/verifier/reward.txt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from terminalworld.env.sandbox import Sandbox, SandboxConfig
+
+REPO_DIR = "environment/repo"
+CHECK_SCRIPT = Path(__file__).with_name("casecheck.py")
+
+TEST_SH = """#!/bin/bash
+# Runs FAIL_TO_PASS and PASS_TO_PASS cases; reward 1 only when every case passes.
+cd /testbed
+mkdir -p /logs/verifier
+PYTHONDONTWRITEBYTECODE=1 python3 /tests/check.py /tests/cases.json > /logs/verifier/cases.jsonl 2>&1
+status=$?
+cat /logs/verifier/cases.jsonl
+if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+SOLVE_SH = """#!/bin/bash
+# The reference fix: the reverse of the injected bug.
+cd /testbed
+git apply - <<'TERMINALWORLD_PATCH'
+{patch}TERMINALWORLD_PATCH
+"""
+
+DOCKERFILE = """FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*
+COPY repo /testbed
+WORKDIR /testbed
+"""
+
+TASK_TOML = """version = "1.0"
+
+[metadata]
+author_name = "terminalworld"
+difficulty = "easy"
+category = "debugging"
+tags = ["generated", "{kind}"]
+repo = "{repo}"
+source_version = "{version}"
+module = "{module}"
+function = "{function}"
+bug_kind = "{kind}"
+seed = {seed}
+
+[verifier]
+timeout_sec = 120.0
+
+[agent]
+timeout_sec = 900.0
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 1
+memory_mb = 2048
+storage_mb = 4096
+"""
+
+
+def write_task(
+    task_dir: Path,
+    *,
+    repo_dir: Path,
+    instruction: str,
+    cases: list[dict[str, Any]],
+    patch: str,
+    metadata: dict[str, Any],
+) -> None:
+    """Write a task folder around the bugged repository `repo_dir` (moved into it)."""
+    (task_dir / "tests").mkdir(parents=True)
+    (task_dir / "solution").mkdir()
+    shutil.move(str(repo_dir), task_dir / REPO_DIR)
+    (task_dir / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (task_dir / "instruction.md").write_text(instruction)
+    (task_dir / "task.toml").write_text(TASK_TOML.format(**metadata))
+    (task_dir / "tests" / "test.sh").write_text(TEST_SH)
+    shutil.copyfile(CHECK_SCRIPT, task_dir / "tests" / "check.py")
+    (task_dir / "tests" / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
+    (task_dir / "solution" / "solve.sh").write_text(SOLVE_SH.format(patch=patch))
+    for script in ("tests/test.sh", "solution/solve.sh"):
+        os.chmod(task_dir / script, 0o755)
+
+
+def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: SandboxConfig | None = None) -> float:
+    """The reward of `repo_dir` (changed in place) under the task's tests, optionally after running
+    the task's `solution/solve.sh` first: Harbor's verifier steps, each command in the sandbox."""
+    with tempfile.TemporaryDirectory(prefix="tw-verify-", dir=os.path.dirname(repo_dir)) as tmp:
+        os.chmod(tmp, 0o711)
+        binds = {"/tests": f"{tmp}/tests", "/solution": f"{tmp}/solution", "/logs": f"{tmp}/logs"}
+        shutil.copytree(task_dir / "tests", binds["/tests"])
+        shutil.copytree(task_dir / "solution", binds["/solution"])
+        os.makedirs(f"{tmp}/logs/verifier")
+        sandbox = Sandbox(str(repo_dir), config or SandboxConfig(timeout_s=60), binds=binds)
+        if solve:
+            sandbox.run("bash /solution/solve.sh")
+        sandbox.run("bash /tests/test.sh")
+        reward = Path(f"{tmp}/logs/verifier/reward.txt")
+        return float(reward.read_text().strip() or 0) if reward.is_file() else 0.0

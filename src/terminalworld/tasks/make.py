@@ -1,0 +1,284 @@
+"""`terminalworld tasks make`: SWE-style bug-fix tasks from the embedded code trees, validated.
+
+For each code tree, in an order seeded by `seed`:
+1. In the sandbox, call each public function of a module on generated inputs (twice, with
+   different hash seeds) and keep the calls whose results agree: the original behaviour.
+2. Inject one bug into a function (`bugs.inject`), re-run the calls in the sandbox, and keep the
+   bug when some call now fails: those calls are FAIL_TO_PASS, and calls that still pass are
+   PASS_TO_PASS (other functions first).
+3. Write the task (`layout.write_task`): the repository with the bug committed as its only
+   commit, an issue-style instruction that shows one failing call and never the changed line, the
+   cases, and the reverse patch as the solution.
+4. Validate it as Harbor's verifier would: the original passes, the bugged copy fails, the oracle
+   solution fixes it. A task that fails any check is dropped and counted in `manifest.json`.
+
+Everything is seeded by (seed, repo), so the same seed and trees give the same tasks.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import random
+import shutil
+import tempfile
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from terminalworld.core.records import write_json
+from terminalworld.env.codetrees import CodeTree, discover_code_trees, git, materialize, normalize_times
+from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
+from terminalworld.errors import InputError
+from terminalworld.options import option
+from terminalworld.tasks import layout
+from terminalworld.tasks.bugs import Bug, inject
+
+MIN_CALLS = 3  # a function needs this many stable calls before a bug in it can be tested
+MAX_FAIL_TO_PASS = 5
+MAX_PASS_TO_PASS = 5
+_PY = "PYTHONDONTWRITEBYTECODE=1 python3"
+
+
+@dataclass(frozen=True)
+class MakeTasksConfig:
+    """`terminalworld tasks make`: how many tasks, from which repositories, with which seed."""
+
+    out: str = option(help="output folder: one Harbor task folder per task, plus manifest.json")
+    n: int = option(20, help="how many tasks")
+    seed: int = option(0)
+    repos: list[str] = option([], help="only these code trees (pypi/NAME); default: all")
+    exclude_repos: list[str] = option([], help="never these code trees, e.g. the training corpus's")
+    per_repo: int = option(1, help="at most this many tasks from one repository")
+    max_modules: int = option(6, help="modules of a repository tried before giving up on it")
+    max_bugs: int = option(12, help="bugs tried per function")
+    workers: int = option(0, help="repositories in parallel (0: one per core)")
+
+
+def module_name(rel: str) -> str | None:
+    """The importable name of repository file `rel` (`a/b/__init__.py` → `a.b`), or None."""
+    parts = rel[: -len(".py")].split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
+
+
+def _cases(module: str, function: str, calls: list[list[str]]) -> list[dict[str, Any]]:
+    return [
+        {"id": f"{module}.{function}#{i}", "module": module, "function": function, "args": a, "expected": r}
+        for i, (a, r) in enumerate(calls)
+    ]
+
+
+def _discover(sandbox: Sandbox, probe: Path, module: str, functions: list[str]) -> dict[str, list[list[str]]]:
+    """Calls of `functions` whose results are the same under two hash seeds."""
+    (probe / "spec.json").write_text(json.dumps({"module": module, "functions": functions}))
+    runs = []
+    for hash_seed in (1, 2):
+        result = sandbox.run(f"PYTHONHASHSEED={hash_seed} {_PY} /probe/check.py --discover /probe/spec.json")
+        try:
+            runs.append(json.loads(result.output.strip().splitlines()[-1]) if not result.limits else {})
+        except (json.JSONDecodeError, IndexError):
+            runs.append({})
+    stable = {}
+    for name, calls in runs[0].items():
+        again = {tuple(c) for c in runs[1].get(name, [])}
+        kept = [c for c in calls if tuple(c) in again]
+        if len(kept) >= MIN_CALLS:
+            stable[name] = kept
+    return stable
+
+
+def _outcomes(sandbox: Sandbox, probe: Path, cases: list[dict[str, Any]]) -> dict[str, dict] | None:
+    """Each case's result line from `check.py` in the sandbox, by id; None if the run failed."""
+    (probe / "cases.json").write_text(json.dumps(cases))
+    result = sandbox.run(f"PYTHONHASHSEED=3 {_PY} /probe/check.py /probe/cases.json")
+    rows = {}
+    for line in result.output.splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "id" in row:
+            rows[row["id"]] = row
+    return rows if not result.limits and len(rows) == len(cases) else None
+
+
+def _instruction(module: str, function: str, case: dict[str, Any], got: str, path: str) -> str:
+    args = case["args"][1:-1].rstrip(",")
+    call = f"{function}({args})"
+    return (
+        f"# `{module}.{function}` returns a wrong result\n\n"
+        f"`{function}` (defined in `{path}`) gives a different answer than it used to:\n\n"
+        f"```python\n>>> from {module} import {function}\n>>> {call}\n{got}\n```\n\n"
+        f"The expected result is `{case['expected']}`.\n\n"
+        f'Reproduce it from the repository root with `python3 -c "from {module} import {function}; '
+        f'print(repr({call}))"`. Fix the bug in the source so that `{function}` behaves correctly again; '
+        "do not change the tests or the call above.\n"
+    )
+
+
+def _patch(repo: Path, rel: str, original: str) -> str:
+    """The unified diff from the committed (bugged) file back to `original`, for `git apply`."""
+    bugged = (repo / rel).read_text()
+    (repo / rel).write_text(original)
+    try:
+        return git(repo, "diff", "--no-color", "--", rel)
+    finally:
+        (repo / rel).write_text(bugged)
+
+
+def _commit_bug(repo: Path, rel: str, bug: Bug) -> None:
+    """Rewrite the repository's only commit so it holds the bug: `git diff` and `git log` show nothing."""
+    (repo / rel).write_text(bug.source)
+    git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
+    normalize_times(repo)
+
+
+def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tuple[list[dict], Counter]:
+    """Up to `cfg.per_repo` validated tasks from one code tree, and the counts of what was dropped."""
+    rng = random.Random(f"{cfg.seed}:{tree.repo}")
+    dropped: Counter = Counter()
+    made: list[dict] = []
+    orig = materialize(tree, work / "orig")
+    probe = work / "probe"
+    probe.mkdir()
+    shutil.copyfile(layout.CHECK_SCRIPT, probe / "check.py")
+    sandbox = Sandbox(str(orig), SandboxConfig(timeout_s=60), binds={"/probe": str(probe)})
+    modules = [(rel, module_name(rel)) for rel in tree.py_files]
+    modules = [(rel, m) for rel, m in modules if m]
+    rng.shuffle(modules)
+    for rel, module in modules[: cfg.max_modules]:
+        source = (orig / rel).read_text()
+        try:
+            tree_ast = ast.parse(source)
+        except SyntaxError:
+            continue
+        funcs = {n.name: n for n in tree_ast.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+        bugs = {name: inject(source, tree_ast, f) for name, f in funcs.items()}
+        calls = _discover(sandbox, probe, module, sorted(n for n, b in bugs.items() if b))
+        for function in sorted(calls, key=lambda _: rng.random()):
+            if len(made) >= cfg.per_repo:
+                return made, dropped
+            candidates = list(bugs[function])
+            rng.shuffle(candidates)
+            others = [c for name, cs in sorted(calls.items()) if name != function for c in _cases(module, name, cs)]
+            own = _cases(module, function, calls[function])
+            for bug in candidates[: cfg.max_bugs]:
+                (orig / rel).write_text(bug.source)
+                outcomes = _outcomes(sandbox, probe, own + others)
+                (orig / rel).write_text(source)
+                if outcomes is None:
+                    dropped["bug_run_failed"] += 1
+                    continue
+                failing = [c for c in own + others if not outcomes[c["id"]]["passed"]]
+                if not failing:
+                    dropped["bug_not_observable"] += 1
+                    continue
+                passing = [c for c in others + own if outcomes[c["id"]]["passed"]]
+                task = _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, source)
+                if task is None:
+                    dropped["validation_failed"] += 1
+                    continue
+                made.append(task)
+                break
+    if not made:
+        dropped["repo_without_task"] += 1
+    return made, dropped
+
+
+def _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, source) -> dict | None:
+    """Write and validate one task; its manifest entry, or None when validation fails."""
+    f2p, p2p = failing[:MAX_FAIL_TO_PASS], passing[:MAX_PASS_TO_PASS]
+    name = tree.repo.split("/", 1)[1]
+    digest = hashlib.sha256(bug.source.encode()).hexdigest()[:8]
+    task_id = f"{name}__{bug.function}__{bug.kind}-{digest}".lower().replace("_", "-").replace(".", "-")
+    bugged = work / f"bugged-{task_id}"
+    shutil.copytree(work / "orig", bugged, symlinks=True)
+    _commit_bug(bugged, rel, bug)
+    patch = _patch(bugged, rel, source)
+    cases = [{**c, "kind": "FAIL_TO_PASS"} for c in f2p] + [{**c, "kind": "PASS_TO_PASS"} for c in p2p]
+    got = outcomes[f2p[0]["id"]]["got"]
+    metadata = {"repo": tree.repo, "version": tree.version, "module": module, "function": bug.function}
+    metadata |= {"kind": bug.kind, "seed": cfg.seed}
+    staging = work / f"task-{task_id}"
+    layout.write_task(
+        staging,
+        repo_dir=bugged,
+        instruction=_instruction(module, bug.function, f2p[0], got, rel),
+        cases=cases,
+        patch=patch,
+        metadata=metadata,
+    )
+    checks = {}
+    for check, repo, solve in (("original", work / "orig", False), ("bugged", None, False), ("oracle", None, True)):
+        copy = work / f"check-{check}"
+        shutil.copytree(repo or staging / layout.REPO_DIR, copy, symlinks=True)
+        checks[check] = layout.verify(staging, copy, solve=solve)
+        shutil.rmtree(copy)
+    if checks != {"original": 1.0, "bugged": 0.0, "oracle": 1.0}:
+        shutil.rmtree(staging)
+        return None
+    shutil.rmtree(out / task_id, ignore_errors=True)  # a task of an earlier, interrupted run
+    shutil.move(str(staging), out / task_id)
+    return {"task_id": task_id, **metadata, "path": rel, "line": bug.line, "fail_to_pass": len(f2p)} | {
+        "pass_to_pass": len(p2p)
+    }
+
+
+def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
+    """Generate and validate `cfg.n` tasks into `cfg.out`; returns (and writes) the manifest."""
+    check_available()
+    trees = [t for t in discover_code_trees() if (not cfg.repos or t.repo in cfg.repos)]
+    trees = [t for t in trees if t.repo not in set(cfg.exclude_repos)]
+    if not trees:
+        raise InputError("no code tree left after --repos / --exclude-repos")
+    random.Random(cfg.seed).shuffle(trees)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    workers = cfg.workers or os.cpu_count() or 1
+    tasks: list[dict] = []
+    dropped: Counter = Counter()
+
+    def job(tree: CodeTree) -> tuple[list[dict], Counter]:
+        work = Path(tempfile.mkdtemp(prefix="tw-tasks-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+        os.chmod(work, 0o711)
+        try:
+            return _try_repo(tree, cfg, work, out)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    tried = 0
+    with tqdm(total=cfg.n, desc="tasks", unit="task") as bar, ThreadPoolExecutor(workers) as pool:
+        # Batches run in parallel, but results are taken in tree order up to the n-th task, so the
+        # tasks and the counts never depend on the number of workers.
+        for start in range(0, len(trees), workers):
+            for made, lost in pool.map(job, trees[start : start + workers]):
+                if len(tasks) >= cfg.n:
+                    for extra in made:
+                        shutil.rmtree(out / extra["task_id"])
+                    continue
+                tried += 1
+                dropped += lost
+                kept = made[: cfg.n - len(tasks)]
+                for extra in made[len(kept) :]:
+                    shutil.rmtree(out / extra["task_id"])
+                tasks += kept
+                bar.update(len(kept))
+            if len(tasks) >= cfg.n:
+                break
+    manifest = {
+        "config": {k: v for k, v in vars(cfg).items() if k not in ("out", "workers")},
+        "tasks": tasks,
+        "repos": sorted({t["repo"] for t in tasks}),
+        "repos_tried": tried,
+        "dropped": dict(sorted(dropped.items())),
+    }
+    write_json(str(out / "manifest.json"), manifest)
+    return manifest
