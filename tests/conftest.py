@@ -22,6 +22,19 @@ def load_experiment(name: str):
     return module
 
 
+@pytest.fixture
+def workdir():
+    """A folder every uid may traverse (a root host runs sandboxes as an unprivileged uid, which must
+    reach the repository), removed afterwards."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="tw-test-"))
+    base.chmod(0o711)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def fixtures() -> Path:
     assert FIXTURES.is_dir(), f"real fixtures not found at {FIXTURES}"
@@ -35,4 +48,14 @@ def recorded_corpus(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("corpus")
     record_corpus(RecordConfig(out=str(out), trajectories=24, seed=3, shard_size=10))
+    return out
+
+
+@pytest.fixture(scope="session")
+def generated_tasks(tmp_path_factory) -> Path:
+    """Three validated tasks from seed 0 (one per repository), shared by the task and agent tests."""
+    from terminalworld.tasks.make import MakeTasksConfig, make_tasks
+
+    out = tmp_path_factory.mktemp("tasks")
+    make_tasks(MakeTasksConfig(out=str(out), n=3, seed=0, workers=2))
     return out

@@ -1,24 +1,12 @@
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-
-
-@pytest.fixture
-def workdir():
-    """A folder every uid may traverse (a root host runs sandboxes as an unprivileged uid, which must
-    reach the repository), removed afterwards."""
-    base = Path(tempfile.mkdtemp(prefix="tw-test-"))
-    base.chmod(0o711)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ from typing import Literal
 
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, extract_command
 
+# One paragraph, so that `trajectories.harness_spans` (ECHO's O') covers all of it.
 FORMAT_WARNING = (
-    "Please always provide EXACTLY ONE action in triple backticks, found {n} actions.\n"
-    "If you want to end the task, please issue the following command: "
-    f"`echo {SUBMIT_SENTINEL}` without any other command.\n"
-    "Else, please format your response exactly as follows:\n"
-    "THOUGHT: <your reasoning>\n\n```bash\n<one bash command>\n```\n\n"
+    "Please always provide EXACTLY ONE action in triple backticks, found {n} actions. "
+    f"If you want to end the task, please issue the following command: `echo {SUBMIT_SENTINEL}` "
+    "without any other command. Else, please format your response as a THOUGHT section followed by "
+    "exactly one ```bash code block holding one command.\n\n"
 )
 
 Outcome = Literal["submitted", "turn_limit", "context_limit", "running"]

@@ -1,0 +1,98 @@
+"""Real Harbor (its own environment, its Job, trials and verifier) grading agents on task folders,
+every command in the sandbox: the oracle scores 1, nop 0, a script exactly what it solves."""
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
+from terminalworld.core.trajectories import SUBMIT_SENTINEL
+
+SUBMIT = f"THOUGHT: done.\n\n```bash\necho {SUBMIT_SENTINEL}\n```"
+HELLO_TEST = """#!/bin/bash
+mkdir -p /logs/verifier
+if [ "$(cat /testbed/hello.txt 2>/dev/null)" = "hello" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt
+"""
+
+
+def _hand_task(root: Path, name: str, test_sh: str) -> None:
+    """A task written by hand in Harbor's format, not by `tasks make`: no repository, no Dockerfile."""
+    (root / name / "environment").mkdir(parents=True)
+    (root / name / "tests").mkdir()
+    (root / name / "solution").mkdir()
+    (root / name / "task.toml").write_text('version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n')
+    (root / name / "instruction.md").write_text("Write hello into /testbed/hello.txt.\n")
+    (root / name / "tests" / "test.sh").write_text(test_sh)
+    (root / name / "solution" / "solve.sh").write_text("#!/bin/bash\necho hello > /testbed/hello.txt\n")
+
+
+@pytest.fixture(scope="module")
+def task_folder(generated_tasks, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("harbor-tasks")
+    for task in generated_tasks.iterdir():
+        if task.is_dir():
+            shutil.copytree(task, root / task.name, symlinks=True)
+    _hand_task(root, "hello", HELLO_TEST)
+    _hand_task(root, "no-reward", "#!/bin/bash\ntrue\n")  # its verifier never writes a reward
+    return root
+
+
+def _run(task_folder: Path, out: Path, agent: str, **kw) -> dict:
+    return agent_eval(AgentEvalConfig(tasks=str(task_folder), out=str(out), agent=agent, **kw))
+
+
+def test_oracle_scores_one_and_a_broken_task_is_an_unscored_infrastructure_error(task_folder, tmp_path):
+    s = _run(task_folder, tmp_path / "oracle", "oracle")
+    assert (s["pass_at_1"], s["scored_trials"], s["solved_trials"], s["attempted_trials"]) == (1.0, 4, 4, 5)
+    assert s["errors"] == {"infrastructure:RewardFileNotFoundError": 1} and s["agent_errors"] == 0
+    rows = [json.loads(line) for line in (tmp_path / "oracle" / "trials.jsonl").read_text().splitlines()]
+    assert {r["task"]: r["reward"] for r in rows}["no-reward"] is None and len(rows) == 5
+    marin = json.loads((tmp_path / "oracle" / "harbor_result.json").read_text())
+    assert marin["accuracy"] == 1.0 and marin["unscored_trials"] == 1
+
+
+def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
+    out = tmp_path / "nop"
+    s = _run(task_folder, out, "nop", n_attempts=2)
+    assert (s["pass_at_1"], s["scored_trials"], s["pass_at_k"]) == (0.0, 8, {"1": 0.0, "2": 0.0})
+    before = sorted(p.name for p in (out / "jobs" / "agent-eval").iterdir() if p.is_dir())
+    again = _run(task_folder, out, "nop", n_attempts=2)
+    assert sorted(p.name for p in (out / "jobs" / "agent-eval").iterdir() if p.is_dir()) == before
+    assert again == s
+
+
+def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp_path):
+    tasks = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))
+    solve = (task_folder / tasks[0] / "solution" / "solve.sh").read_text()
+    patch = re.search(r"<<'TERMINALWORLD_PATCH'\n(.*)TERMINALWORLD_PATCH", solve, re.S).group(1)
+    fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{patch}EOF\n```"
+    script = {
+        tasks[0]: [fix, SUBMIT],
+        tasks[1]: ["```bash\nls\n```\n```bash\npwd\n```", SUBMIT],  # a format warning, then submits
+        "hello": ["THOUGHT: write it.\n\n```bash\necho hello > hello.txt\n```", SUBMIT],
+        "*": [SUBMIT],
+    }
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(script))
+    s = _run(task_folder, tmp_path / "scripted", "scripted", replies=str(replies))
+    assert s["solved_trials"] == 2 and s["scored_trials"] == 4 and s["pass_at_1"] == 0.5
+    rows = {r["task"]: r for r in map(json.loads, (tmp_path / "scripted" / "trials.jsonl").read_text().splitlines())}
+    assert rows[tasks[0]]["reward"] == 1.0 and rows["hello"]["reward"] == 1.0 and rows[tasks[1]]["reward"] == 0.0
+    assert rows[tasks[1]]["turns"] == 2 and rows[tasks[2]]["turns"] == 1
+    assert all(rows[t]["outcome"] == "submitted" for t in (*tasks, "hello"))
+
+
+def test_a_real_model_runs_whole_turns_through_harbor(generated_tasks, tmp_path):
+    one = tmp_path / "one"
+    task = next(p for p in sorted(generated_tasks.iterdir()) if p.is_dir())
+    shutil.copytree(task, one / task.name, symlinks=True)
+    s = _run(
+        one, tmp_path / "model", "model", model="smollm2", max_turns=2, max_tokens_per_turn=48, context_tokens=4096
+    )
+    row = json.loads((tmp_path / "model" / "trials.jsonl").read_text())
+    assert s["scored_trials"] == 1 and row["turns"] == 2 and row["input_tokens"] > 1000 and row["output_tokens"] > 0
+    trajectory = json.loads(next((tmp_path / "model" / "jobs").rglob("trajectory.json")).read_text())
+    assert [m["role"] for m in trajectory["messages"][:3]] == ["system", "user", "assistant"]
