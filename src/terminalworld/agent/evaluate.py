@@ -1,9 +1,12 @@
-"""`terminalworld agent-eval`: grade an agent on a folder of Harbor-format tasks with real Harbor.
+"""`terminalworld agent-eval`: grade an agent on Harbor-format tasks with real Harbor.
 
 The agent is Harbor's `oracle` (runs each task's solution) or `nop` (does nothing), or the
-project's SWE-ZERO agent (`harbor_agent`) driven by a model (`--model`, served on loopback by
-`serve`) or by a script of replies (`--replies`). Harbor runs in its own environment
-(`runtime`) with every command in the sandbox (`harbor_env`).
+project's SWE-ZERO agent (`harbor_agent`) driven by a model: in process (`--model`, served on
+loopback by `serve`), behind an OpenAI-compatible endpoint (`--endpoint`, e.g. vLLM), or by a
+script of replies (`--replies`); or Harbor's Terminus-2 against an endpoint (Terminal-Bench's
+harness). Harbor runs in its own environment (`runtime`); commands run in the project's sandbox
+(`harbor_env`) or, in production, in Daytona. Tasks are a local folder or a Harbor registry
+dataset (`registry:NAME@VERSION`).
 
 Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun keeps every trial
 that has a result), `trials.jsonl` (one row per trial), `summary.json` (pass@1 ± stderr, pass@k,
@@ -28,6 +31,8 @@ from terminalworld.errors import InputError, StepFailed
 from terminalworld.options import option
 
 JOB_NAME = "agent-eval"
+SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor_env:SandboxEnvironment"
+SWE_ZERO_AGENT = "terminalworld.agent.harbor_agent:SweZeroAgent"
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,11 @@ class AgentEvalConfig:
 
     tasks: str = option(help="folder of Harbor-format task folders")
     out: str = option(help="output folder (resumable)")
-    agent: Literal["oracle", "nop", "model", "scripted"] = option("model")
+    agent: Literal["oracle", "nop", "model", "scripted", "terminus-2"] = option("model")
     model: str | None = option(None, help="checkpoint folder, GGUF file or asset name (--agent model)")
+    endpoint: str | None = option(None, help="OpenAI-compatible base URL serving the model, instead of --model")
+    served_model: str = option("model", help="the model's name at --endpoint")
+    environment: Literal["sandbox", "daytona"] = option("sandbox", help="where commands run (daytona: DAYTONA_API_KEY)")
     replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
     n_attempts: int = option(1)
     n_concurrent: int = option(2, help="trials in parallel")
@@ -62,17 +70,53 @@ def _harness(cfg: AgentEvalConfig) -> dict[str, Any]:
     return {k: v for k, v in asdict(cfg).items() if k in fields}
 
 
+def job_spec(cfg: AgentEvalConfig, *, out: Path, endpoint: dict[str, Any], bwrap: str | None) -> dict[str, Any]:
+    """The Harbor job `harbor_job` runs: Harbor's environment, agent and dataset config sections."""
+    if cfg.environment == "sandbox":
+        environment = {"import_path": SANDBOX_ENVIRONMENT, "kwargs": {"bwrap": bwrap}}
+    else:  # Harbor's Daytona backend builds each task's Dockerfile remotely
+        environment = {"type": "daytona", "force_build": True, "kwargs": {"auto_snapshot": True}}
+    if cfg.agent in ("oracle", "nop"):
+        agent: dict[str, Any] = {"name": cfg.agent}
+    elif cfg.agent == "terminus-2":
+        kwargs = {"api_base": endpoint["api_base"], "temperature": cfg.temperature, "max_turns": cfg.max_turns}
+        kwargs |= {"record_terminal_session": False, "model_info": {"max_input_tokens": cfg.context_tokens}}
+        agent = {"name": "terminus-2", "model_name": f"hosted_vllm/{endpoint['served_model']}", "kwargs": kwargs}
+    else:
+        kwargs = {**_harness(cfg), "command_timeout_s": cfg.command_timeout_s, **endpoint}
+        agent = {"import_path": SWE_ZERO_AGENT, "kwargs": kwargs}
+    if cfg.tasks.startswith("registry:"):
+        name, _, version = cfg.tasks.removeprefix("registry:").partition("@")
+        dataset = {"name": name, "version": version or None}
+    else:
+        dataset = {"path": str(Path(cfg.tasks).resolve())}
+    return {
+        "job_name": JOB_NAME,
+        "jobs_dir": str(out / "jobs"),
+        "environment": environment,
+        "agent": agent,
+        "dataset": dataset,
+        "n_attempts": cfg.n_attempts,
+        "n_concurrent": cfg.n_concurrent,
+    }
+
+
 @contextlib.contextmanager
 def _endpoint(cfg: AgentEvalConfig):
-    """The agent kwargs that reach the model: a loopback server for `model`, a script, or none."""
-    if cfg.agent == "model":
+    """The agent kwargs that reach the model: a given endpoint, a loopback server over `--model`,
+    a script, or none."""
+    if cfg.agent in ("model", "terminus-2") and cfg.endpoint:
+        yield {"api_base": cfg.endpoint, "served_model": cfg.served_model}
+    elif cfg.agent == "model":
         if not cfg.model:
-            raise InputError("--agent model needs --model")
+            raise InputError("--agent model needs --model or --endpoint")
         from terminalworld.agent.serve import ChatModel, serving
 
         chat = ChatModel(cfg.model, context_tokens=cfg.context_tokens, dtype=cfg.dtype)
         with serving(chat) as url:
             yield {"api_base": url, "served_model": Path(cfg.model).name}
+    elif cfg.agent == "terminus-2":
+        raise InputError("--agent terminus-2 needs --endpoint (an OpenAI-compatible server)")
     elif cfg.agent == "scripted":
         if not cfg.replies or not Path(cfg.replies).is_file():
             raise InputError("--agent scripted needs --replies FILE")
@@ -83,26 +127,20 @@ def _endpoint(cfg: AgentEvalConfig):
 
 def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     """Run (or resume) the Harbor job and write trial rows and the summaries; returns the summary."""
-    tasks = Path(cfg.tasks).resolve()
-    if not tasks.is_dir():
+    local = not cfg.tasks.startswith("registry:")
+    if local and not Path(cfg.tasks).is_dir():
         raise InputError(f"--tasks {cfg.tasks}: not a folder")
-    names = _task_names(tasks)
-    check_available()
+    n_tasks = len(_task_names(Path(cfg.tasks))) if local else None
+    bwrap = None
+    if cfg.environment == "sandbox":
+        check_available()
+        bwrap = bwrap_path()
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     python = runtime.harbor_python()
     with _endpoint(cfg) as endpoint:
-        spec = {
-            "job_name": JOB_NAME,
-            "jobs_dir": str(out / "jobs"),
-            "tasks": str(tasks),
-            "agent": "model" if cfg.agent in ("model", "scripted") else cfg.agent,
-            # The endpoint's port changes between runs; Harbor resumes only an identical config.
-            "agent_kwargs": {**_harness(cfg), "command_timeout_s": cfg.command_timeout_s, **endpoint},
-            "environment_kwargs": {"bwrap": bwrap_path()},
-            "n_attempts": cfg.n_attempts,
-            "n_concurrent": cfg.n_concurrent,
-        }
+        spec = job_spec(cfg, out=out, endpoint=endpoint, bwrap=bwrap)
+        # The loopback port changes between runs; Harbor resumes only an identical config.
         _forget_endpoint(out / "jobs" / JOB_NAME, endpoint)
         write_json(str(out / "job_spec.json"), spec)
         log = out / "harbor.log"
@@ -116,9 +154,12 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     if proc.returncode != 0:
         tail = log.read_text()[-1500:]
         raise StepFailed(f"Harbor's job failed (exit {proc.returncode}); see {log}:\n{tail}")
-    rows = results.read_trials(out / "jobs" / JOB_NAME)
-    summary = results.summarize(rows, n_attempts=cfg.n_attempts, n_tasks=len(names), dataset=str(tasks))
-    summary["agent"] = cfg.agent if cfg.agent != "model" else f"model:{cfg.model}"
+    job = out / "jobs" / JOB_NAME
+    rows = results.read_trials(job)
+    if n_tasks is None:  # a registry dataset: Harbor's job result counts its trials
+        n_tasks = json.loads((job / "result.json").read_text())["n_total_trials"] // cfg.n_attempts
+    summary = results.summarize(rows, n_attempts=cfg.n_attempts, n_tasks=n_tasks, dataset=cfg.tasks)
+    summary["agent"] = {"model": f"model:{cfg.model or cfg.endpoint}"}.get(cfg.agent, cfg.agent)
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
             f.write(dumps_row(row))

@@ -32,7 +32,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from terminalworld.core.records import write_json
+from terminalworld.core.formats import iter_trajectories
+from terminalworld.core.records import BadLine, write_json
+from terminalworld.corpus.sampling import Tally
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, git, materialize, normalize_times
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
@@ -54,7 +56,10 @@ class MakeTasksConfig:
     n: int = option(20, help="how many tasks")
     seed: int = option(0)
     repos: list[str] = option([], help="only these code trees (pypi/NAME); default: all")
-    exclude_repos: list[str] = option([], help="never these code trees, e.g. the training corpus's")
+    exclude_repos: list[str] = option([], help="never these code trees")
+    exclude_repos_from: list[str] = option(
+        [], help="trajectory files or globs (a training subset): the repos in them are never used"
+    )
     per_repo: int = option(1, help="at most this many tasks from one repository")
     max_modules: int = option(6, help="modules of a repository tried before giving up on it")
     max_bugs: int = option(12, help="bugs tried per function")
@@ -235,8 +240,14 @@ def _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, s
 def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     """Generate and validate `cfg.n` tasks into `cfg.out`; returns (and writes) the manifest."""
     check_available()
-    trees = [t for t in discover_code_trees() if (not cfg.repos or t.repo in cfg.repos)]
-    trees = [t for t in trees if t.repo not in set(cfg.exclude_repos)]
+    excluded, tally = set(cfg.exclude_repos), Tally()
+    for item in iter_trajectories(cfg.exclude_repos_from) if cfg.exclude_repos_from else ():
+        tally.counts["scanned"] += 1
+        if isinstance(item, BadLine):
+            tally.bad(item)
+        else:
+            excluded.add(item[1].repo)
+    trees = [t for t in discover_code_trees() if (not cfg.repos or t.repo in cfg.repos) and t.repo not in excluded]
     if not trees:
         raise InputError("no code tree left after --repos / --exclude-repos")
     random.Random(cfg.seed).shuffle(trees)
@@ -279,6 +290,10 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
         "repos": sorted({t["repo"] for t in tasks}),
         "repos_tried": tried,
         "dropped": dict(sorted(dropped.items())),
+        "excluded_repos": len(excluded),
+        "exclude_scanned": tally.counts["scanned"],
+        "exclude_malformed": tally.counts["malformed"],
+        "exclude_bad_lines": tally.bad_lines,
     }
     write_json(str(out / "manifest.json"), manifest)
     return manifest
