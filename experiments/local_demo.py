@@ -8,13 +8,16 @@ remainder is the base model's pretraining text (held apart from SFT); sample hel
 repos unseen in either; pretrain a tiny Qwen3 "base" as a plain language model (every token
 trained), so that, like Qwen3-1.7B-Base, it starts with some knowledge of terminal output;
 fine-tune it under each loss-mask arm; export to HF; score the base and the arms on the held-out
-rows; compare. Writes report.json / report.md / plots under the report artifact.
+rows; generate bug-fix tasks from repos unseen in training and grade every model as an agent on
+them with Harbor, every command in the sandbox; compare both grades. Writes report.json /
+report.md / plots under the report artifact.
 """
 
 import os
 import sys
 from dataclasses import dataclass, field
 
+from terminalworld.agent import steps as agent
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.step import Checkpoint, Corpus, HeldoutSet, Report, Subsets
@@ -27,7 +30,7 @@ from terminalworld.train.sft import SftRecipe
 class Demo:
     """The miniature's sizes and recipe (CPU-sized: minutes on 2 cores)."""
 
-    version: str = "2026.12.02"
+    version: str = "2026.12.03"
     trajectories: int = 160
     record_seed: int = 0
     max_output_chars: int = 1000  # shorter observations than SWE-ZERO's 8000 keep rows CPU-sized
@@ -55,6 +58,9 @@ class Demo:
     sft_lr: float = 3e-3
     batch_size: int = 2
     arms: tuple[str, ...] = ("assistant", "full", "user")
+    agent_tasks: int = 4  # generated bug-fix tasks, all from repos unseen in training
+    # Short episodes: the tiny models' replies rarely follow the format, and the context is theirs.
+    harness: dict = field(default_factory=lambda: {"max_turns": 4, "context_tokens": 2048, "max_tokens_per_turn": 128})
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,14 @@ def build(d: Demo = Demo()) -> DemoGraph:
             tokenized=data, arm=arm, scale="demo", recipe=recipe(d.sft_epochs, d.sft_lr), init_from=base, version=v
         )
     scores = [evaluation.scores(model=m, model_name=name, heldout=heldout, version=v) for name, m in models.items()]
-    report = reports.report(scores=scores, base="base", reference="full" if "full" in d.arms else None, version=v)
+    tasks = agent.task_suite(n=d.agent_tasks, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v)
+    grades = [
+        agent.local_grade(model=m, model_name=name, tasks=tasks, harness=d.harness, version=v)
+        for name, m in models.items()
+    ]
+    report = reports.report(
+        scores=scores, base="base", reference="full" if "full" in d.arms else None, grades=grades, version=v
+    )
     return DemoGraph(corpus=recorded, subsets=subsets, heldout=heldout, models=models, report=report)
 
 

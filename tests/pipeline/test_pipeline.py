@@ -35,3 +35,20 @@ def test_scale_names():
         artifacts.heldout(100) == "heldout/sim_ppl_heldout_100"
         and artifacts.scores_file("base") == "sim_ppl_base.jsonl"
     )
+
+
+def test_phase0_swebench_plan_pins_the_slice_outputs_and_secret_and_starts_nothing(tmp_path):
+    r = _plan("experiments/phase0_swebench.py", HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    grades = [line for line in out.splitlines() if line.startswith("agent-eval/")]
+    # Base and six agent checkpoints on SWE-bench; base and the two 1M agents on Terminal-Bench 2.0.
+    assert len(grades) == 10 and "agent-eval/swebench-verified-100/user-1M@2026.12.03" not in grades
+    assert "output:    gs://marin-us-east5/agent-eval/swebench-verified-100/full-1M/2026.12.03" in out
+    assert "DCAgent2/swebench-verified-random-100-folders@0c553bd6d05d451907afb8db31dba84759ccc993, 100 ids" in out
+    assert "resources: gpu H100" in out and '"secrets": ["DAYTONA_API_KEY"]' in out
+    assert '"n_attempts": 3' in out and '"agent": "terminus-2"' in out and '"temperature": 0.6' in out
+    assert not any(tmp_path.iterdir())
+    ids = [line for line in (REPO_ROOT / "experiments" / "swebench_verified_100.txt").read_text().splitlines()]
+    ids = [i for i in ids if i and not i.startswith("#")]
+    assert len(ids) == len(set(ids)) == 100 and all("__" in i and i.rsplit("-", 1)[1].isdigit() for i in ids)

@@ -15,6 +15,7 @@ CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
+TASKS = "terminalworld/tasks/generated"  # generated SWE-style tasks in Harbor's format
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
 
@@ -25,6 +26,7 @@ TOKENIZED_INPUTS = "inputs.jsonl.gz"  # the trajectories a tokenized artifact wa
 PACKED_ROWS = "packed"  # folder of packed Levanter rows (packed-00000.jsonl.gz, ...)
 TRAINING_TOKENIZER = "training-tokenizer"  # the tokenizer whose eos is the document separator
 STATS = "stats.json"
+AGENT_SUMMARY = "summary.json"  # an agent grade's pass@1, pass@k and counts
 HF_EXPORT = "hf"  # a checkpoint artifact's final HF export (tokenizer and chat template included)
 
 
@@ -61,6 +63,11 @@ def scores(model: str) -> str:
 def scores_file(model: str) -> str:
     """The scores file inside a scores artifact."""
     return f"sim_ppl_{model}.jsonl"
+
+
+def agent_grade(benchmark: str, model: str) -> str:
+    """One model's agent grade on one benchmark (Harbor's job, trial rows and summaries)."""
+    return f"agent-eval/{benchmark}/{model}"
 
 
 def scale_name(size: int) -> str:

@@ -154,6 +154,26 @@ class Scores(Built):
 
 
 @dataclass(frozen=True)
+class TaskSet(Built):
+    """A folder of Harbor-format task folders and its manifest.json."""
+
+
+@dataclass(frozen=True)
+class AgentGrade(Built):
+    """One model's agent grade on one benchmark: summary.json, trials.jsonl, harbor_result.json and
+    Harbor's job folder."""
+
+    model_name: str
+
+    @property
+    def summary(self) -> list:
+        """Step input naming the summary."""
+        from terminalworld.pipeline.artifacts import AGENT_SUMMARY
+
+        return inside(self, AGENT_SUMMARY)
+
+
+@dataclass(frozen=True)
 class Report(Built):
     """The probe comparison: report.json, report.md, metrics.json and plots."""
 

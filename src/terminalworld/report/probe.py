@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from terminalworld.core.records import atomic_output, write_json
+from terminalworld.core.records import atomic_output, read_json, write_json
+from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
 from terminalworld.options import option
+from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
 
 
 def _f(x: float | None, nd: int = 2) -> str:
@@ -131,29 +133,52 @@ def _save(fig, out: str, name: str) -> str:
     return path
 
 
-def write_comparison(paths: list[str], base: str, reference: str | None, out: str) -> dict[str, Any]:
+def write_comparison(
+    paths: list[str], base: str, reference: str | None, out: str, grades: dict[str, dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """Write `metrics.json`, `report.md` and the plots into `out` (created if needed), and return the
-    table with the plot paths under `plots`. Raises `ResultsError` as `read_results` and `compare` do."""
+    table with the plot paths under `plots`. With agent `grades` ({checkpoint: agent-eval summary}),
+    the table gains `agent` (the joint view) and report.md its tables. Raises `ResultsError` as
+    `read_results` and `compare` do."""
     results = [read_results(p) for p in paths]
     table = compare(results, base, reference)
+    text = markdown(table)
+    if grades:
+        table["agent"] = joint_table(table["checkpoints"], grades)
+        text += "\n" + joint_markdown(table["agent"])
     os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "metrics.json"), table)
     with atomic_output(os.path.join(out, "report.md")) as f:
-        f.write(markdown(table).encode())
+        f.write(text.encode())
     table["plots"] = plots(results, table, out)
+    if grades and (scatter := joint_plot(table["agent"], out)):
+        table["plots"].append(scatter)
+    table["markdown"] = text
     return table
+
+
+def read_grades(pairs: list[str]) -> dict[str, dict[str, Any]]:
+    """`NAME=PATH` pairs of agent-eval summaries, read; raises `InputError` on a bad pair or file."""
+    grades = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not os.path.isfile(path):
+            raise InputError(f"--agent {pair}: expected NAME=PATH to an agent-eval summary.json")
+        grades[name] = read_json(path)
+    return grades
 
 
 @dataclass(frozen=True)
 class CompareConfig:
-    """The probe table from scorer outputs."""
+    """The probe table from scorer outputs, and the agent grades beside it."""
 
     results: list[str] = option(positional=True, help="scorer outputs (one JSONL per checkpoint)")
     base: str = option(help="model name of the base checkpoint")
     out: str = option(help="output folder: report.md, metrics.json, plots")
     reference: str | None = option(None, help="model name to count degradations against")
+    agent: list[str] = option([], help="NAME=PATH of an agent-eval summary.json; repeat for each checkpoint")
 
 
 def compare_main(cfg: CompareConfig) -> None:
-    """Write the comparison and print its table."""
-    print(markdown(write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out)))
+    """Write the comparison and print its tables."""
+    print(write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out, read_grades(cfg.agent))["markdown"])

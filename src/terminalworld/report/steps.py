@@ -6,23 +6,38 @@ from __future__ import annotations
 import os
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Report, Scores, Site, inside, joined, step
+from terminalworld.pipeline.step import AgentGrade, Report, Scores, Site, inside, joined, step
 
 
-def report_fn(*, scores: dict[str, str | list], out: str, base: str, reference: str | None) -> None:
-    """The probe comparison (report.md, metrics.json, plots) and `report.json`, one entry per model."""
-    from terminalworld.core.records import write_json
-    from terminalworld.report.probe import markdown, write_comparison
+def report_fn(
+    *, scores: dict[str, str | list], out: str, base: str, reference: str | None, grades: dict[str, str | list]
+) -> None:
+    """The probe comparison (report.md, metrics.json, plots) and `report.json`, one entry per model,
+    with its agent grade (pass@1 and stderr) where one was given."""
+    from terminalworld.core.records import read_json, write_json
+    from terminalworld.report.probe import write_comparison
 
-    table = write_comparison([joined(p) for p in scores.values()], base, reference, out)
+    summaries = {name: read_json(joined(path)) for name, path in grades.items()}
+    table = write_comparison([joined(p) for p in scores.values()], base, reference, out, summaries)
     keys = ("median_ppl", "token_weighted_ppl", "mean_ppl", "n_ppl_gt_10", "beats_base", "median_ppl_ci95", "tokens")
     arms = [{"arm": c["name"], **{k: c.get(k) for k in keys}} for c in table["checkpoints"]]
-    write_json(os.path.join(out, "report.json"), {"arms": arms, "n_trajectories": table["n_common"], "base": base})
-    print(markdown(table))
+    for arm in arms:
+        if (g := summaries.get(arm["arm"])) is not None:
+            arm |= {"pass_at_1": g["pass_at_1"], "pass_at_1_stderr": g["pass_at_1_stderr"]}
+            arm |= {"solved_trials": g["solved_trials"], "scored_trials": g["scored_trials"]}
+    doc = {"arms": arms, "n_trajectories": table["n_common"], "base": base}
+    if "agent" in table:
+        doc["agent"] = {"tasks": next(iter(summaries.values()))["tasks"], "note": table["agent"]["note"]}
+        doc["agent"]["opposite_directions"] = table["agent"]["opposite_directions"]
+    write_json(os.path.join(out, "report.json"), doc)
+    print(table["markdown"])
 
 
-def report(*, scores: list[Scores], base: str, reference: str | None, version: str) -> Report:
-    """Compare every scored model against `base` (and count degradations against `reference`)."""
+def report(
+    *, scores: list[Scores], base: str, reference: str | None, grades: list[AgentGrade] = (), version: str
+) -> Report:
+    """Compare every scored model against `base` (and count degradations against `reference`), with
+    the agent grades of `grades` beside the world-model scores."""
     return Report(
         step(
             artifacts.REPORT,
@@ -31,6 +46,7 @@ def report(*, scores: list[Scores], base: str, reference: str | None, version: s
             scores={s.model_name: inside(s, s.file) for s in scores},
             base=base,
             reference=reference,
+            grades={g.model_name: g.summary for g in grades},
         )
     )
 

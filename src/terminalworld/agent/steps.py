@@ -1,0 +1,143 @@
+"""The agent grade as Marin steps: generated tasks, a model graded on them locally, and a model
+served with vLLM and graded by Harbor on a pinned benchmark in production."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+from terminalworld.agent.benchmarks import Benchmark
+from terminalworld.pipeline import artifacts
+from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, joined, model_input, step
+
+SECRETS = ("DAYTONA_API_KEY",)  # Harbor's Daytona environment
+
+
+def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None) -> None:
+    """Generate and validate `n` tasks into `out`, from repos outside `exclude_from`."""
+    from terminalworld.tasks.make import MakeTasksConfig, make_tasks
+
+    exclude = [joined(exclude_from)] if exclude_from else []
+    make_tasks(MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude))
+
+
+def task_suite(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str) -> TaskSet:
+    """`n` generated tasks; with `unseen_in`, only from repos absent from its subset of `size`."""
+    return TaskSet(
+        step(
+            artifacts.TASKS,
+            tasks_fn,
+            version=version,
+            n=n,
+            seed=seed,
+            exclude_from=unseen_in.subset(size) if unseen_in else None,
+        )
+    )
+
+
+def local_grade_fn(*, model: str | list, tasks: str, out: str, harness: dict, n_attempts: int) -> None:
+    """Grade `model` (in process, on loopback) on the task folder `tasks` with Harbor."""
+    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
+
+    cfg = AgentEvalConfig(tasks=tasks, out=out, agent="model", model=joined(model), n_attempts=n_attempts, **harness)
+    agent_eval(cfg)
+
+
+def local_grade(
+    *, model: Model, model_name: str, tasks: TaskSet, harness: dict, n_attempts: int = 1, version: str
+) -> AgentGrade:
+    """`model`'s agent grade on the generated tasks, every command in the sandbox."""
+    return AgentGrade(
+        step(
+            artifacts.agent_grade("generated", model_name),
+            local_grade_fn,
+            version=version,
+            model=model_input(model),
+            tasks=tasks.step,
+            harness=dict(harness),
+            n_attempts=n_attempts,
+        ),
+        model_name=model_name,
+    )
+
+
+@contextlib.contextmanager
+def _local(out: str):
+    """A local folder standing for `out` (gs:// in production): what a preempted run left there is
+    brought back first, so Harbor resumes it, and everything is put back at the end."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(out)
+    with tempfile.TemporaryDirectory(prefix="tw-agent-grade-") as tmp:
+        if fs.exists(path):
+            fs.get(path.rstrip("/") + "/", tmp + "/", recursive=True)
+        try:
+            yield tmp
+        finally:
+            fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)
+
+
+def harbor_grade_fn(
+    *,
+    model: str | list,
+    out: str,
+    model_name: str,
+    benchmark: Benchmark,
+    agent: str,
+    harness: dict,
+    n_attempts: int,
+    secrets: list[str],
+) -> None:
+    """Serve `model` with vLLM inside the step and grade it with Harbor in Daytona on `benchmark`."""
+    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
+    from terminalworld.agent.vllm import vllm_server
+    from terminalworld.errors import InputError
+
+    if missing := [name for name in secrets if not os.environ.get(name)]:
+        raise InputError(f"the agent grade needs the secrets {', '.join(missing)} in its environment")
+    with _local(out) as local:
+        tasks = benchmark.tasks(os.path.join(local, "dataset"))
+        with vllm_server(model=joined(model), served_model=model_name, max_model_len=harness["context_tokens"]) as url:
+            cfg = AgentEvalConfig(
+                tasks=tasks,
+                out=local,
+                agent=agent,
+                endpoint=url,
+                served_model=model_name,
+                environment="daytona",
+                n_attempts=n_attempts,
+                **harness,
+            )
+            agent_eval(cfg)
+
+
+def harbor_grade(
+    *,
+    model: Model,
+    model_name: str,
+    benchmark: Benchmark,
+    agent: str,
+    harness: dict,
+    n_attempts: int,
+    resources=None,
+    version: str,
+) -> AgentGrade:
+    """`model`'s grade on a pinned benchmark: vLLM on the step's GPU, Harbor with Daytona
+    (DAYTONA_API_KEY in the step's environment)."""
+    return AgentGrade(
+        step(
+            artifacts.agent_grade(benchmark.name, model_name),
+            harbor_grade_fn,
+            version=version,
+            resources=resources,
+            model=model_input(model),
+            model_name=model_name,
+            benchmark=benchmark,
+            agent=agent,
+            harness=dict(harness),
+            n_attempts=n_attempts,
+            secrets=list(SECRETS),
+        ),
+        model_name=model_name,
+    )

@@ -1,0 +1,132 @@
+"""The two grades side by side: each checkpoint as an agent (pass@1) and as a world model (env-token
+PPL), and the research's "opposite directions" table: at each scale, is the better agent of the
+assistant-only and full-transcript arms also the worse world model?"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+from terminalworld.core.records import atomic_output
+
+NO_SOLVES = (
+    "No checkpoint solved any task, so pass@1 cannot rank these models as agents: at this size they do "
+    "not produce working fixes. The grade itself is sound: the oracle scores 1.0 and a do-nothing agent "
+    "0.0 on the same tasks (tests/agent)."
+)
+
+
+def joint_table(checkpoints: list[dict[str, Any]], grades: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Rows (checkpoint, pass@1 ± stderr, solved/scored, median and token-weighted env PPL) for
+    every checkpoint of `checkpoints` (a `metrics.compare` table's) that has an agent grade, and the
+    opposite-directions rows for every scale where both arms have both grades."""
+    rows = []
+    for c in checkpoints:
+        g = grades.get(c["name"])
+        if g is None:
+            continue
+        rows.append(
+            {
+                "name": c["name"],
+                "pass_at_1": g["pass_at_1"],
+                "pass_at_1_stderr": g["pass_at_1_stderr"],
+                "solved": g["solved_trials"],
+                "scored": g["scored_trials"],
+                "median_ppl": c["median_ppl"],
+                "token_weighted_ppl": c["token_weighted_ppl"],
+            }
+        )
+    by_name = {r["name"]: r for r in rows}
+    opposite = []
+    for name, a in by_name.items():
+        if not name.startswith("assistant"):
+            continue
+        scale = name.removeprefix("assistant").lstrip("-")
+        b = by_name.get(f"full-{scale}" if scale else "full")
+        if b is None or a["pass_at_1"] is None or b["pass_at_1"] is None:
+            continue
+        better_agent = (
+            "assistant" if a["pass_at_1"] > b["pass_at_1"] else "full" if b["pass_at_1"] > a["pass_at_1"] else None
+        )
+        better_world_model = "assistant" if a["median_ppl"] < b["median_ppl"] else "full"
+        opposite.append(
+            {
+                "scale": scale or "—",
+                "pass_at_1_assistant": a["pass_at_1"],
+                "pass_at_1_full": b["pass_at_1"],
+                "median_ppl_assistant": a["median_ppl"],
+                "median_ppl_full": b["median_ppl"],
+                "better_agent": better_agent,
+                "better_world_model": better_world_model,
+                "opposite": better_agent is not None and better_agent != better_world_model,
+            }
+        )
+    solved_any = any((r["solved"] or 0) > 0 for r in rows)
+    return {"rows": rows, "opposite_directions": opposite, "note": None if solved_any or not rows else NO_SOLVES}
+
+
+def _pm(x: float | None, e: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x:.3f}" + (f" ± {e:.3f}" if e is not None else "")
+
+
+def joint_markdown(joint: dict[str, Any]) -> str:
+    """The joint table and the opposite-directions table as Markdown, with the note if any."""
+    lines = [
+        "## Agent and world model",
+        "",
+        "| checkpoint | pass@1 ± stderr | solved / scored | median env PPL | token-weighted env PPL |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in joint["rows"]:
+        lines.append(
+            f"| {r['name']} | {_pm(r['pass_at_1'], r['pass_at_1_stderr'])} | {r['solved']} / {r['scored']} | "
+            f"{r['median_ppl']:.2f} | {r['token_weighted_ppl']:.2f} |"
+        )
+    if joint["opposite_directions"]:
+        lines += [
+            "",
+            "Opposite directions: the better agent (pass@1) against the better world model (median env PPL).",
+            "",
+            "| scale | pass@1 assistant | pass@1 full | median PPL assistant | median PPL full | better agent | better world model | opposite |",
+            "|---|---:|---:|---:|---:|---|---|---|",
+        ]
+        for o in joint["opposite_directions"]:
+            lines.append(
+                f"| {o['scale']} | {o['pass_at_1_assistant']:.3f} | {o['pass_at_1_full']:.3f} | "
+                f"{o['median_ppl_assistant']:.2f} | {o['median_ppl_full']:.2f} | {o['better_agent'] or 'tie'} | "
+                f"{o['better_world_model']} | {'yes' if o['opposite'] else 'no'} |"
+            )
+    if joint["note"]:
+        lines += ["", joint["note"]]
+    return "\n".join(lines) + "\n"
+
+
+def joint_plot(joint: dict[str, Any], out: str) -> str | None:
+    """Scatter of pass@1 (with its stderr) against median env PPL, one point per checkpoint."""
+    rows = [
+        r for r in joint["rows"] if r["pass_at_1"] is not None and r["median_ppl"] and math.isfinite(r["median_ppl"])
+    ]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    for r in rows:
+        ax.errorbar(r["median_ppl"], r["pass_at_1"], yerr=r["pass_at_1_stderr"] or 0, fmt="o", capsize=3)
+        ax.annotate(r["name"], (r["median_ppl"], r["pass_at_1"]), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("median env-token PPL (lower: better world model)")
+    ax.set_ylabel("pass@1 (higher: better agent)")
+    ax.set_title("Agent against world model")
+    path = os.path.join(out, "agent_vs_world_model.png")
+    fig.tight_layout()
+    with atomic_output(path) as f:
+        fig.savefig(f, format="png", dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,42 @@
+from terminalworld.report.joint import NO_SOLVES, joint_markdown, joint_plot, joint_table
+
+
+def _cp(name, median, tw=None):
+    return {"name": name, "median_ppl": median, "token_weighted_ppl": tw or median * 2}
+
+
+def _g(p, se, solved, scored):
+    return {"pass_at_1": p, "pass_at_1_stderr": se, "solved_trials": solved, "scored_trials": scored}
+
+
+def test_opposite_directions_by_hand(tmp_path):
+    checkpoints = [_cp("base", 9.0), _cp("assistant-1M", 3.0), _cp("full-1M", 2.0), _cp("assistant-10K", 4.0)]
+    checkpoints += [_cp("full-10K", 5.0), _cp("user-1M", 1.5)]
+    grades = {
+        "base": _g(0.02, 0.014, 2, 100),
+        "assistant-1M": _g(0.11, 0.03, 33, 300),
+        "full-1M": _g(0.06, 0.02, 18, 300),
+        "assistant-10K": _g(0.07, 0.026, 7, 100),
+        "full-10K": _g(0.05, 0.022, 5, 100),
+    }
+    joint = joint_table(checkpoints, grades)
+    assert [r["name"] for r in joint["rows"]] == ["base", "assistant-1M", "full-1M", "assistant-10K", "full-10K"]
+    by_scale = {o["scale"]: o for o in joint["opposite_directions"]}
+    # 1M: assistant the better agent, full the better world model: opposite directions.
+    assert by_scale["1M"]["better_agent"] == "assistant" and by_scale["1M"]["better_world_model"] == "full"
+    assert by_scale["1M"]["opposite"] is True
+    # 10K: assistant better at both.
+    assert by_scale["10K"]["better_world_model"] == "assistant" and by_scale["10K"]["opposite"] is False
+    assert joint["note"] is None
+    text = joint_markdown(joint)
+    assert "| assistant-1M | 0.110 ± 0.030 | 33 / 300 | 3.00 | 6.00 |" in text and "| 1M |" in text
+    assert joint_plot(joint, str(tmp_path)).endswith("agent_vs_world_model.png")
+    assert (tmp_path / "agent_vs_world_model.png").stat().st_size > 1000
+
+
+def test_no_solves_is_said_in_plain_words():
+    joint = joint_table(
+        [_cp("assistant", 3.0), _cp("full", 2.0)], {"assistant": _g(0.0, 0.0, 0, 4), "full": _g(0.0, 0.0, 0, 4)}
+    )
+    assert joint["note"] == NO_SOLVES and NO_SOLVES in joint_markdown(joint)
+    assert joint["opposite_directions"][0]["better_agent"] is None and not joint["opposite_directions"][0]["opposite"]
