@@ -3,7 +3,8 @@
     python experiments/local_demo.py            # print the plan
     python experiments/local_demo.py --run      # run it (finished steps are reused)
 
-Record a real-shell corpus; draw nested subsets, whose smaller one is the SFT set and whose
+Record a real-shell corpus (exploration trajectories and the solving episodes of generated
+bug-fix tasks); draw nested subsets, whose smaller one is the SFT set and whose
 remainder is the base model's pretraining text (held apart from SFT); sample held-out rows from
 repos unseen in either; pretrain a tiny Qwen3 "base" as a plain language model (every token
 trained), so that, like Qwen3-1.7B-Base, it starts with some knowledge of terminal output;
@@ -58,6 +59,7 @@ class Demo:
     sft_lr: float = 3e-3
     batch_size: int = 2
     arms: tuple[str, ...] = ("assistant", "full", "user")
+    solve_tasks: int = 12  # generated bug-fix tasks whose solving episodes join the recorded corpus
     agent_tasks: int = 4  # generated bug-fix tasks, all from repos unseen in training
     # Short episodes: the tiny models' replies rarely follow the format, and the context is theirs.
     harness: dict = field(default_factory=lambda: {"max_turns": 4, "context_tokens": 2048, "max_tokens_per_turn": 128})
@@ -77,8 +79,13 @@ class DemoGraph:
 def build(d: Demo = Demo()) -> DemoGraph:
     """The demo's step graph (constructing it runs nothing)."""
     v = d.version
+    train_tasks = agent.task_suite(purpose="train", n=d.solve_tasks, seed=d.record_seed, version=v)
     recorded = corpus.recorded_corpus(
-        trajectories=d.trajectories, seed=d.record_seed, max_output_chars=d.max_output_chars, version=v
+        trajectories=d.trajectories,
+        seed=d.record_seed,
+        max_output_chars=d.max_output_chars,
+        tasks=train_tasks,
+        version=v,
     )
     subsets = corpus.subsets(corpus=recorded, sizes=[d.sft_size, d.pretrain_size], seed=d.seed, version=v)
     heldout = corpus.heldout(
@@ -136,7 +143,9 @@ def build(d: Demo = Demo()) -> DemoGraph:
             tokenized=data, arm=arm, scale="demo", recipe=recipe(d.sft_epochs, d.sft_lr), init_from=base, version=v
         )
     scores = [evaluation.scores(model=m, model_name=name, heldout=heldout, version=v) for name, m in models.items()]
-    tasks = agent.task_suite(n=d.agent_tasks, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v)
+    tasks = agent.task_suite(
+        purpose="heldout", n=d.agent_tasks, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v
+    )
     grades = [
         agent.local_grade(model=m, model_name=name, tasks=tasks, harness=d.harness, version=v)
         for name, m in models.items()

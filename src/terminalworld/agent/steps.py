@@ -22,11 +22,13 @@ def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None) -> None:
     make_tasks(MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude))
 
 
-def task_suite(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str) -> TaskSet:
+def task_suite(
+    *, purpose: str, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str
+) -> TaskSet:
     """`n` generated tasks; with `unseen_in`, only from repos absent from its subset of `size`."""
     return TaskSet(
         step(
-            artifacts.TASKS,
+            artifacts.tasks(purpose),
             tasks_fn,
             version=version,
             n=n,
@@ -50,7 +52,7 @@ def local_grade(
     """`model`'s agent grade on the generated tasks, every command in the sandbox."""
     return AgentGrade(
         step(
-            artifacts.agent_grade("generated", model_name),
+            artifacts.agent_grade("heldout-tasks", model_name),
             local_grade_fn,
             version=version,
             model=model_input(model),

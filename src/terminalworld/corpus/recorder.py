@@ -12,7 +12,9 @@ and the trees are built deterministically, so the same seed re-records the same 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
 import random
 import re
@@ -344,6 +346,7 @@ class RecordConfig:
     timeout_s: float = option(10.0, flag="--timeout", help="per-command time limit, seconds")
     # SWE-ZERO's cap: the first and last half around a truncation note.
     max_output_chars: int = option(8000, help="observation cap: head and tail around a truncation note")
+    tasks: str | None = option(None, help="generated tasks folder: one solving episode per task, in solving.jsonl.gz")
 
 
 def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
@@ -389,9 +392,12 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
                 {"path": path.name, "trajectories": len(ids), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
             )
     repos = sorted({order[i % len(order)].repo for i in range(cfg.trajectories)})
+    if cfg.tasks:
+        shards.append(_record_solving(cfg, out, sandbox_config, workers))
+        repos = sorted(set(repos) | set(shards[-1].pop("repos")))
     manifest = {
         "format": FORMAT,
-        "config": {k: v for k, v in vars(cfg).items() if k != "out"},
+        "config": {k: v for k, v in vars(cfg).items() if k not in ("out", "tasks")},
         "trajectories": cfg.trajectories,
         "repos": len(repos),
         "shards": shards,
@@ -399,3 +405,33 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
     }
     write_json(str(out / "manifest.json"), manifest)
     return manifest
+
+
+SOLVING = "solving.jsonl.gz"
+
+
+def _record_solving(cfg: RecordConfig, out: Path, sandbox_config: SandboxConfig, workers: int) -> dict[str, Any]:
+    """One solving episode per task folder of `cfg.tasks` into `solving.jsonl.gz` (kept if present)."""
+    from terminalworld.corpus.solver import record_solving
+
+    tasks = sorted(p for p in Path(cfg.tasks).iterdir() if (p / "task.toml").is_file())
+    if not tasks:
+        raise InputError(f"--tasks {cfg.tasks}: no task folder inside")
+    path = out / SOLVING
+    if not path.exists():
+        with atomic_jsonl(str(path)) as f, ThreadPoolExecutor(workers) as pool:
+            for traj in tqdm(
+                pool.map(lambda t: record_solving(t, cfg.seed, sandbox_config), tasks), total=len(tasks), desc="solve"
+            ):
+                f.write(dumps_row(traj.to_swe_zero_row()))
+    with gzip.open(path, "rt") as f:
+        rows = [json.loads(line) for line in f]
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    solved = sum(r["reward"] >= 1.0 for r in rows)
+    return {
+        "path": path.name,
+        "trajectories": len(rows),
+        "solved": solved,
+        "sha256": sha,
+        "repos": [r["repo"] for r in rows],
+    }

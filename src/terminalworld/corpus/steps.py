@@ -6,18 +6,23 @@ from __future__ import annotations
 import os
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Corpus, HeldoutSet, Subsets, joined, step
+from terminalworld.pipeline.step import Corpus, HeldoutSet, Subsets, TaskSet, joined, step
 
 
-def record_fn(*, out: str, trajectories: int, seed: int, max_output_chars: int) -> None:
-    """Record a real-shell corpus into `out`."""
+def record_fn(*, out: str, trajectories: int, seed: int, max_output_chars: int, tasks: str | None) -> None:
+    """Record a real-shell corpus into `out`, with one solving episode per task of `tasks`."""
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
 
-    record_corpus(RecordConfig(out=out, trajectories=trajectories, seed=seed, max_output_chars=max_output_chars))
+    record_corpus(
+        RecordConfig(out=out, trajectories=trajectories, seed=seed, max_output_chars=max_output_chars, tasks=tasks)
+    )
 
 
-def recorded_corpus(*, trajectories: int, seed: int, max_output_chars: int, version: str) -> Corpus:
-    """A corpus recorded in the sandbox (the local demo's; SWE-ZERO's row format)."""
+def recorded_corpus(
+    *, trajectories: int, seed: int, max_output_chars: int, tasks: TaskSet | None = None, version: str
+) -> Corpus:
+    """A corpus recorded in the sandbox (the local demo's; SWE-ZERO's row format): exploration
+    trajectories, plus task-solving episodes for `tasks`."""
     return Corpus(
         step(
             artifacts.RECORDED_CORPUS,
@@ -26,6 +31,7 @@ def recorded_corpus(*, trajectories: int, seed: int, max_output_chars: int, vers
             trajectories=trajectories,
             seed=seed,
             max_output_chars=max_output_chars,
+            tasks=tasks.step if tasks else None,
         )
     )
 

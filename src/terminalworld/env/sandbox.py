@@ -192,6 +192,7 @@ def _sandbox_args(config: SandboxConfig, ident: tuple[int, int] | None, repo_arg
     args += ["--remount-ro", "/", "--hostname", "sandbox", "--clearenv"]
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": config.home, "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
     env |= {"TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1"}
+    env |= {"PYTHONDONTWRITEBYTECODE": "1"}  # no __pycache__ in a repository the verifier or a diff sees
     return args + [a for k, v in env.items() for a in ("--setenv", k, v)]
 
 

@@ -15,7 +15,6 @@ CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
-TASKS = "terminalworld/tasks/generated"  # generated SWE-style tasks in Harbor's format
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
 
@@ -63,6 +62,12 @@ def scores(model: str) -> str:
 def scores_file(model: str) -> str:
     """The scores file inside a scores artifact."""
     return f"sim_ppl_{model}.jsonl"
+
+
+def tasks(purpose: str) -> str:
+    """Generated SWE-style tasks in Harbor's format: "train" ones are solved into the corpus,
+    "heldout" ones (from repos unseen in training) grade the agents."""
+    return f"terminalworld/tasks/{purpose}"
 
 
 def agent_grade(benchmark: str, model: str) -> str:

@@ -60,6 +60,8 @@ repo = "{repo}"
 source_version = "{version}"
 module = "{module}"
 function = "{function}"
+path = "{path}"
+line = {line}
 bug_kind = "{kind}"
 seed = {seed}
 

@@ -45,7 +45,7 @@ from terminalworld.tasks.bugs import Bug, inject
 MIN_CALLS = 3  # a function needs this many stable calls before a bug in it can be tested
 MAX_FAIL_TO_PASS = 5
 MAX_PASS_TO_PASS = 5
-_PY = "PYTHONDONTWRITEBYTECODE=1 python3"
+_PY = "python3"
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, s
     cases = [{**c, "kind": "FAIL_TO_PASS"} for c in f2p] + [{**c, "kind": "PASS_TO_PASS"} for c in p2p]
     got = outcomes[f2p[0]["id"]]["got"]
     metadata = {"repo": tree.repo, "version": tree.version, "module": module, "function": bug.function}
-    metadata |= {"kind": bug.kind, "seed": cfg.seed}
+    metadata |= {"kind": bug.kind, "seed": cfg.seed, "path": rel, "line": bug.line}
     staging = work / f"task-{task_id}"
     layout.write_task(
         staging,
@@ -232,9 +232,7 @@ def _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, s
         return None
     shutil.rmtree(out / task_id, ignore_errors=True)  # a task of an earlier, interrupted run
     shutil.move(str(staging), out / task_id)
-    return {"task_id": task_id, **metadata, "path": rel, "line": bug.line, "fail_to_pass": len(f2p)} | {
-        "pass_to_pass": len(p2p)
-    }
+    return {"task_id": task_id, **metadata, "fail_to_pass": len(f2p), "pass_to_pass": len(p2p)}
 
 
 def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
