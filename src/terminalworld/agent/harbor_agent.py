@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,12 +52,15 @@ class SweZeroAgent(BaseAgent):
 
     @staticmethod
     def name() -> str:
+        """The agent's name in Harbor's records."""
         return "terminalworld-swe-zero"
 
     def version(self) -> str | None:
+        """The harness version."""
         return VERSION
 
     async def setup(self, environment: BaseEnvironment) -> None:
+        """Nothing to install; checks that a model or a script drives the agent."""
         if self.script is None and not self.api_base:
             raise ValueError("the model agent needs an OpenAI-compatible endpoint: kwargs api_base")
 
@@ -90,12 +94,14 @@ class SweZeroAgent(BaseAgent):
         )
 
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+        """One episode on `instruction`; tokens, outcome and timings go to `context`."""
         episode = Episode(system=TASK_SYSTEM_PROMPT, task=instruction, config=self.harness)
         scripted = None
         if self.script is not None:
             scripted = iter(self.script.get(environment.environment_name, self.script.get("*", [])))
         context.n_input_tokens, context.n_output_tokens, context.metadata = 0, 0, {}
         used = 0  # tokens of the conversation so far, as the endpoint counted them
+        seconds = {"generation_s": 0.0, "command_s": 0.0}
         try:
             while episode.outcome == "running":
                 if scripted is not None:
@@ -105,17 +111,22 @@ class SweZeroAgent(BaseAgent):
                 else:
                     if not episode.check_context(used):
                         break
+                    start = time.monotonic()
                     try:
                         reply, prompt, completion = await asyncio.to_thread(self._complete, episode.messages)
                     except ContextLengthExceededError:
                         episode.outcome = "context_limit"
                         break
+                    finally:
+                        seconds["generation_s"] += time.monotonic() - start
                     used = prompt + completion
                     context.n_input_tokens += prompt
                     context.n_output_tokens += completion
                 command = episode.act(reply)
                 if command is not None and episode.outcome == "running":
+                    start = time.monotonic()
                     result = await environment.exec(command, timeout_sec=self.command_timeout_s)
+                    seconds["command_s"] += time.monotonic() - start
                     episode.observe(result.stdout or "")
         finally:
             context.metadata = {

@@ -44,10 +44,12 @@ class SandboxEnvironment(BaseEnvironment):
 
     @staticmethod
     def type() -> str:
+        """The environment's type name in Harbor's records."""
         return "terminalworld-sandbox"
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
+        """No network: tasks that forbid internet access may run here."""
         return EnvironmentCapabilities(disable_internet=True)  # the sandbox has no network namespace peer
 
     def _validate_definition(self) -> None:
@@ -65,6 +67,7 @@ class SandboxEnvironment(BaseEnvironment):
         raise ValueError(f"{path}: this environment keeps files only under {REPO_MOUNT} and {', '.join(BOUND)}")
 
     async def start(self, force_build: bool) -> None:
+        """Make the trial's folders (the repository copy and the bound ones) and its sandbox."""
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         self._root = Path(tempfile.mkdtemp(prefix="tw-harbor-", dir=base))
         os.chmod(self._root, 0o711)  # a root host runs the sandbox as an unprivileged uid
@@ -79,6 +82,7 @@ class SandboxEnvironment(BaseEnvironment):
         self._sandbox = await asyncio.to_thread(Sandbox, str(self._host(REPO_MOUNT)), self._config, binds=binds)
 
     async def stop(self, delete: bool) -> None:
+        """Remove the trial's folders when `delete`."""
         if self._root is not None and delete:
             shutil.rmtree(self._root, ignore_errors=True)
 
@@ -87,20 +91,24 @@ class SandboxEnvironment(BaseEnvironment):
         await asyncio.to_thread(self._sandbox.claim_repo)
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        """Copy a host file to a sandbox path."""
         dest = self._host(target_path)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source_path, dest)
         await self._claim()
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        """Copy a host folder to a sandbox path."""
         shutil.copytree(source_dir, self._host(target_dir), dirs_exist_ok=True, symlinks=True)
         await self._claim()
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        """Copy a sandbox file to the host."""
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(self._host(source_path), target_path)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        """Copy a sandbox folder to the host."""
         shutil.copytree(self._host(source_dir), target_dir, dirs_exist_ok=True, symlinks=True)
 
     async def exec(
@@ -111,6 +119,7 @@ class SandboxEnvironment(BaseEnvironment):
         timeout_sec: int | None = None,
         user: str | int | None = None,
     ) -> ExecResult:
+        """Run `command` in the sandbox (in `cwd`, with `env` exported); output and exit status."""
         assert self._sandbox is not None, "start() first"
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (self._merge_env(env) or {}).items())
         script = f"cd {shlex.quote(cwd)} && {{ {exports}{command}\n}}" if cwd else f"{exports}{command}"

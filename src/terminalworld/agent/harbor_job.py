@@ -35,6 +35,7 @@ def job_config(spec: dict) -> JobConfig:
 
 
 async def main(path: str) -> None:
+    """Create (or resume) the job of the spec at `path` and run it."""
     spec = json.loads(Path(path).read_text())
     job = await Job.create(job_config(spec))
     await job.run()

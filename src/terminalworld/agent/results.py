@@ -42,11 +42,7 @@ def trial_row(result: dict[str, Any]) -> dict[str, Any]:
     scored = bool(rewards) and (exc is None or exc in AGENT_ERRORS)
 
     def seconds(phase: str) -> float | None:
-        span = result.get(phase) or {}
-        if not span.get("started_at") or not span.get("finished_at"):
-            return None
-        start, end = (datetime.fromisoformat(span[k]) for k in ("started_at", "finished_at"))
-        return (end - start).total_seconds()
+        return _span(result.get(phase) or {})
 
     return {
         "task": result["task_name"],
@@ -59,8 +55,17 @@ def trial_row(result: dict[str, Any]) -> dict[str, Any]:
         "turns": meta.get("turns"),
         "input_tokens": agent.get("n_input_tokens"),
         "output_tokens": agent.get("n_output_tokens"),
-        "seconds": {p: seconds(p) for p in ("environment_setup", "agent_setup", "agent_execution", "verifier")},
+        "seconds": {p: seconds(p) for p in ("environment_setup", "agent_setup", "agent_execution", "verifier")}
+        | {"trial": _span(result), "generation": meta.get("generation_s"), "commands": meta.get("command_s")},
     }
+
+
+def _span(result: dict[str, Any]) -> float | None:
+    if not result.get("started_at") or not result.get("finished_at"):
+        return None
+    return (
+        datetime.fromisoformat(result["finished_at"]) - datetime.fromisoformat(result["started_at"])
+    ).total_seconds()
 
 
 def read_trials(job_dir: Path) -> list[dict[str, Any]]:

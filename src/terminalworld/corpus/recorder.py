@@ -12,9 +12,7 @@ and the trees are built deterministically, so the same seed re-records the same 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import os
 import random
 import re
@@ -30,12 +28,12 @@ from tqdm import tqdm
 from terminalworld.core.prompts import SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
+from terminalworld.corpus.actions import FORMAT, Step, action_message, workspace_root
+from terminalworld.corpus.solver import record_solving_shard
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, normalize_times
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
-
-FORMAT = "mini-swe-agent-1"
 
 _DEF = re.compile(r"^(\s*)(def|class)\s+([A-Za-z_]\w*)")
 
@@ -76,18 +74,6 @@ class TreeIndex:
     def dirs(self) -> list[str]:
         """The tree's folders (below the root), sorted."""
         return sorted({str(Path(p).parent) for p in self.lines if str(Path(p).parent) != "."})
-
-
-@dataclass(frozen=True)
-class Step:
-    """One planned turn: the THOUGHT text and the bash command."""
-
-    thought: str
-    command: str
-
-
-def _q(s: str) -> str:
-    return "'" + s.replace("'", "'\\''") + "'"
 
 
 class Policy:
@@ -292,16 +278,6 @@ class Policy:
         return steps
 
 
-def action_message(step: Step) -> str:
-    """A step as SWE-ZERO's assistant message: THOUGHT, then one bash block."""
-    return f"THOUGHT: {step.thought}\n\n```bash\n{step.command}\n```"
-
-
-def _workspace_root() -> str:
-    # A RAM-backed folder keeps thousands of small trees off the disk when the machine has one.
-    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-
-
 def record_one(
     tree: CodeTree, index: TreeIndex, seed: int, i: int, min_turns: int, max_turns: int, sandbox_config: SandboxConfig
 ) -> Trajectory:
@@ -309,7 +285,7 @@ def record_one(
     sandbox over a fresh copy of the tree (removed afterwards)."""
     rng = random.Random(f"{seed}:{i}:{tree.repo}")
     policy = Policy(index, rng, min_turns, max_turns)
-    work = tempfile.mkdtemp(prefix="tw-rec-", dir=_workspace_root())
+    work = tempfile.mkdtemp(prefix="tw-rec-", dir=workspace_root())
     os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
     try:
         repo_dir = materialize(tree, Path(work) / "repo")
@@ -393,7 +369,7 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
             )
     repos = sorted({order[i % len(order)].repo for i in range(cfg.trajectories)})
     if cfg.tasks:
-        shards.append(_record_solving(cfg, out, sandbox_config, workers))
+        shards.append(record_solving_shard(cfg.tasks, out, cfg.seed, sandbox_config, workers))
         repos = sorted(set(repos) | set(shards[-1].pop("repos")))
     manifest = {
         "format": FORMAT,
@@ -405,33 +381,3 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
     }
     write_json(str(out / "manifest.json"), manifest)
     return manifest
-
-
-SOLVING = "solving.jsonl.gz"
-
-
-def _record_solving(cfg: RecordConfig, out: Path, sandbox_config: SandboxConfig, workers: int) -> dict[str, Any]:
-    """One solving episode per task folder of `cfg.tasks` into `solving.jsonl.gz` (kept if present)."""
-    from terminalworld.corpus.solver import record_solving
-
-    tasks = sorted(p for p in Path(cfg.tasks).iterdir() if (p / "task.toml").is_file())
-    if not tasks:
-        raise InputError(f"--tasks {cfg.tasks}: no task folder inside")
-    path = out / SOLVING
-    if not path.exists():
-        with atomic_jsonl(str(path)) as f, ThreadPoolExecutor(workers) as pool:
-            for traj in tqdm(
-                pool.map(lambda t: record_solving(t, cfg.seed, sandbox_config), tasks), total=len(tasks), desc="solve"
-            ):
-                f.write(dumps_row(traj.to_swe_zero_row()))
-    with gzip.open(path, "rt") as f:
-        rows = [json.loads(line) for line in f]
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    solved = sum(r["reward"] >= 1.0 for r in rows)
-    return {
-        "path": path.name,
-        "trajectories": len(rows),
-        "solved": solved,
-        "sha256": sha,
-        "repos": [r["repo"] for r in rows],
-    }

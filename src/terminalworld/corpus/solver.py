@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import difflib
+import gzip
+import hashlib
 import json
 import random
 import re
@@ -20,13 +22,19 @@ import shutil
 import subprocess
 import tempfile
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
 
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
+from terminalworld.core.records import atomic_jsonl, dumps_row
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
-from terminalworld.corpus.recorder import FORMAT, Step, _q, _workspace_root, action_message
+from terminalworld.corpus.actions import FORMAT, Step, action_message, shell_quote, workspace_root
 from terminalworld.env.codetrees import normalize_times
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
+from terminalworld.errors import InputError
 from terminalworld.tasks import layout
 
 
@@ -50,7 +58,7 @@ def fix_command(path: str, bugged: list[str], fixed: list[str]) -> str:
         scripts += [f"{at}i\\{_sed_text(t)}" for t in fixed[j1:j2]]
         if i2 > i1:
             scripts.append(f"{at},{i2}d" if i2 > at else f"{at}d")
-    return "sed -i " + " ".join(f"-e {_q(s)}" for s in scripts) + f" {path}"
+    return "sed -i " + " ".join(f"-e {shell_quote(s)}" for s in scripts) + f" {path}"
 
 
 def _function_span(source: str, function: str) -> tuple[int, int]:
@@ -67,7 +75,7 @@ def plan(task: Path, rng: random.Random) -> list[Step]:
     fixed = _fixed(task, path)
     case = next(c for c in json.loads((task / "tests" / "cases.json").read_text()) if c["kind"] == "FAIL_TO_PASS")
     call = f"{function}({case['args'][1:-1].rstrip(',')})"
-    repro = f"python3 -c {_q(f'from {module} import {function}; print(repr({call}))')}"
+    repro = f"python3 -c {shell_quote(f'from {module} import {function}; print(repr({call}))')}"
     start, end = _function_span(bugged, function)
     changed = [
         i1 + 1
@@ -77,7 +85,7 @@ def plan(task: Path, rng: random.Random) -> list[Step]:
     around = (max(start, changed[0] - 3), min(max(end, changed[0] + 3), changed[0] + 12))
     package = path.split("/", 1)[0]
     steps = [
-        Step(f"Let me find where `{function}` is defined.", f"grep -rn {_q(f'def {function}(')} {package}"),
+        Step(f"Let me find where `{function}` is defined.", f"grep -rn {shell_quote(f'def {function}(')} {package}"),
         Step(f"Let me read `{function}` in full.", f"sed -n '{start},{end}p' {path}"),
         Step("Let me reproduce the reported behaviour first.", repro),
     ]
@@ -120,7 +128,7 @@ def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Traj
     rng = random.Random(f"{seed}:{task.name}")
     meta = tomllib.loads((task / "task.toml").read_text())["metadata"]
     steps = plan(task, rng)
-    work = Path(tempfile.mkdtemp(prefix="tw-solve-", dir=_workspace_root()))
+    work = Path(tempfile.mkdtemp(prefix="tw-solve-", dir=workspace_root()))
     work.chmod(0o711)
     try:
         repo = work / "repo"
@@ -144,3 +152,34 @@ def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Traj
         metadata={"exit_status": "submitted", "source_version": meta["source_version"], "task_kind": "solve"}
         | {"reward": reward, "task_id": task.name, "bug_kind": meta["bug_kind"]},
     )
+
+
+SOLVING = "solving.jsonl.gz"
+
+
+def record_solving_shard(
+    tasks_dir: str, out: Path, seed: int, sandbox_config: SandboxConfig, workers: int
+) -> dict[str, Any]:
+    """One solving episode per task folder of `tasks_dir` into `{out}/solving.jsonl.gz` (kept if
+    present, so a recording resumes); its manifest entry, with the repos and how many were solved."""
+    tasks = sorted(p for p in Path(tasks_dir).iterdir() if (p / "task.toml").is_file())
+    if not tasks:
+        raise InputError(f"--tasks {tasks_dir}: no task folder inside")
+    path = out / SOLVING
+    if not path.exists():
+        with atomic_jsonl(str(path)) as f, ThreadPoolExecutor(workers) as pool:
+            for traj in tqdm(
+                pool.map(lambda t: record_solving(t, seed, sandbox_config), tasks), total=len(tasks), desc="solve"
+            ):
+                f.write(dumps_row(traj.to_swe_zero_row()))
+    with gzip.open(path, "rt") as f:
+        rows = [json.loads(line) for line in f]
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    solved = sum(r["reward"] >= 1.0 for r in rows)
+    return {
+        "path": path.name,
+        "trajectories": len(rows),
+        "solved": solved,
+        "sha256": sha,
+        "repos": [r["repo"] for r in rows],
+    }

@@ -111,6 +111,7 @@ def run_cases(cases):
 
 
 def main(argv):
+    """Discover (`--discover SPEC`) or run the cases of a file; the exit status says whether all passed."""
     sys.path.insert(0, ".")
     if argv[:1] == ["--discover"]:
         with open(argv[1]) as f:
