@@ -81,7 +81,8 @@ def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp
     assert s["solved_trials"] == 2 and s["scored_trials"] == 4 and s["pass_at_1"] == 0.5
     rows = {r["task"]: r for r in map(json.loads, (tmp_path / "scripted" / "trials.jsonl").read_text().splitlines())}
     assert rows[tasks[0]]["reward"] == 1.0 and rows["hello"]["reward"] == 1.0 and rows[tasks[1]]["reward"] == 0.0
-    assert rows[tasks[1]]["turns"] == 2 and rows[tasks[2]]["turns"] == 1
+    assert rows[tasks[1]]["turns"] == 2 and rows[tasks[2]]["turns"] == 1 and rows[tasks[1]]["format_errors"] == 1
+    assert s["valid_action_rate"] == 7 / 8  # 2 + 2 + 1 + 2 + 1 turns over the five trials, one warning
     assert all(rows[t]["outcome"] == "submitted" for t in (*tasks, "hello"))
 
 

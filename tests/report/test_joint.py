@@ -29,7 +29,7 @@ def test_opposite_directions_by_hand(tmp_path):
     assert by_scale["10K"]["better_world_model"] == "assistant" and by_scale["10K"]["opposite"] is False
     assert joint["note"] is None
     text = joint_markdown(joint)
-    assert "| assistant-1M | 0.110 ± 0.030 | 33 / 300 | 3.00 | 6.00 |" in text and "| 1M |" in text
+    assert "| assistant-1M | 0.110 ± 0.030 | 33 / 300 | — | 3.00 | 6.00 |" in text and "| 1M |" in text
     assert joint_plot(joint, str(tmp_path)).endswith("agent_vs_world_model.png")
     assert (tmp_path / "agent_vs_world_model.png").stat().st_size > 1000
 

@@ -53,6 +53,7 @@ def trial_row(result: dict[str, Any]) -> dict[str, Any]:
         "error_kind": None if exc is None else "agent" if exc in AGENT_ERRORS else "infrastructure",
         "outcome": meta.get("outcome"),
         "turns": meta.get("turns"),
+        "format_errors": meta.get("format_errors"),
         "input_tokens": agent.get("n_input_tokens"),
         "output_tokens": agent.get("n_output_tokens"),
         "seconds": {p: seconds(p) for p in ("environment_setup", "agent_setup", "agent_execution", "verifier")}
@@ -106,6 +107,9 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
     attempted = n_tasks * n_attempts
     errors["infrastructure:no_result_written"] += attempted - len(rows)
     solved = sum(x >= SOLVED for x in rewards)
+    # Replies that held exactly one bash block: what a model too weak to solve anything still shows.
+    turns = sum(r.get("turns") or 0 for r in rows if r.get("format_errors") is not None)
+    valid = 1 - sum(r["format_errors"] for r in rows if r.get("format_errors") is not None) / turns if turns else None
     return {
         "dataset": dataset,
         "benchmark_trials": attempted,
@@ -119,6 +123,7 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
         "pass_at_1": mean,
         "pass_at_1_stderr": stderr,
         "pass_at_k": at_k,
+        "valid_action_rate": valid,
         "tasks": n_tasks,
         "n_attempts": n_attempts,
         "agent_errors": sum(v for k, v in errors.items() if k.startswith("agent:")),

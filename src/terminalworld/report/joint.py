@@ -12,8 +12,9 @@ from terminalworld.core.records import atomic_output
 
 NO_SOLVES = (
     "No checkpoint solved any task, so pass@1 cannot rank these models as agents: at this size they do "
-    "not produce working fixes. The grade itself is sound: the oracle scores 1.0 and a do-nothing agent "
-    "0.0 on the same tasks (tests/agent)."
+    "not produce working fixes (the valid-action column shows how often a reply even held exactly one "
+    "bash block). The grade itself is sound: the oracle scores 1.0 and a do-nothing agent 0.0 on the "
+    "same tasks (tests/agent)."
 )
 
 
@@ -33,6 +34,7 @@ def joint_table(checkpoints: list[dict[str, Any]], grades: dict[str, dict[str, A
                 "pass_at_1_stderr": g["pass_at_1_stderr"],
                 "solved": g["solved_trials"],
                 "scored": g["scored_trials"],
+                "valid_action_rate": g.get("valid_action_rate"),
                 "median_ppl": c["median_ppl"],
                 "token_weighted_ppl": c["token_weighted_ppl"],
             }
@@ -72,18 +74,22 @@ def _pm(x: float | None, e: float | None) -> str:
     return f"{x:.3f}" + (f" ± {e:.3f}" if e is not None else "")
 
 
+def _rate(x: float | None) -> str:
+    return "—" if x is None else f"{x:.0%}"
+
+
 def joint_markdown(joint: dict[str, Any]) -> str:
     """The joint table and the opposite-directions table as Markdown, with the note if any."""
     lines = [
         "## Agent and world model",
         "",
-        "| checkpoint | pass@1 ± stderr | solved / scored | median env PPL | token-weighted env PPL |",
-        "|---|---:|---:|---:|---:|",
+        "| checkpoint | pass@1 ± stderr | solved / scored | valid actions | median env PPL | token-weighted env PPL |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for r in joint["rows"]:
         lines.append(
             f"| {r['name']} | {_pm(r['pass_at_1'], r['pass_at_1_stderr'])} | {r['solved']} / {r['scored']} | "
-            f"{r['median_ppl']:.2f} | {r['token_weighted_ppl']:.2f} |"
+            f"{_rate(r['valid_action_rate'])} | {r['median_ppl']:.2f} | {r['token_weighted_ppl']:.2f} |"
         )
     if joint["opposite_directions"]:
         lines += [

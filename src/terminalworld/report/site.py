@@ -12,13 +12,11 @@ import json
 import os
 import pkgutil
 import posixpath
-import re
 import shlex
 import shutil
 import subprocess
 import tomllib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +24,13 @@ import yaml
 from fsspec.core import url_to_fs as _fs
 
 import terminalworld
-from terminalworld.core.records import read_json
 from terminalworld.errors import InputError
 from terminalworld.options import option
-from terminalworld.pipeline import artifacts
+from terminalworld.report.pages import REPORT_TYPES, Artifact, Page, cell, exists, read_json_at
 
 RECORD = ".artifact.json"
 GENERATED = ("results", "reference", "benchmarks")  # folders under --out that every build replaces
-SUBPACKAGES = ("core", "env", "corpus", "train", "eval", "report", "pipeline")
+SUBPACKAGES = ("core", "env", "corpus", "tasks", "train", "eval", "agent", "report", "pipeline")
 SNAPSHOT_MANIFEST = "snapshot.json"
 SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: small JSON files and plots only
 TABLES = "results/tables.json"  # each generated page's tables, by first-column labels
@@ -52,85 +49,6 @@ class DocsBuildConfig:
     checkout: str = option(".", help="git checkout holding the Reproduce commits and benchmarks/results")
 
 
-@dataclass
-class Artifact:
-    """A report artifact as read: where it was read from, its record, and the prefix it sits in."""
-
-    path: str
-    record: dict[str, Any]
-    root: str | None  # the prefix it was read from, where its upstream records may lie too
-    ident: str  # name@version
-
-    def files(self) -> list[str]:
-        """The artifact's top-level file names, dotfiles (records, runner state) left out."""
-        fs, p = _fs(self.path)
-        return sorted(n for n in (posixpath.basename(f) for f in fs.ls(p, detail=False)) if not n.startswith("."))
-
-
-@dataclass
-class Page:
-    """A generated page being written: its Markdown, and its tables' first-column labels."""
-
-    out: str
-    relpath: str  # of the .md file under `out`
-    lines: list[str] = field(default_factory=list)
-    tables: list[list[str]] = field(default_factory=list)
-    assets: dict[str, str] = field(default_factory=dict)  # destination (relative to the page) -> source
-
-    def add(self, *lines: str) -> None:
-        """Append Markdown lines."""
-        self.lines.extend(lines)
-
-    def table(self, header: str, rows: list[list[Any]], align: str = "") -> None:
-        """Append a table (`header` columns split on `|`; `align` one `l`/`r` per column)."""
-        cols = header.split("|")
-        rule = "|".join("---:" if a == "r" else "---" for a in align.ljust(len(cols), "l"))
-        self.add(f"| {' | '.join(cols)} |", f"|{rule}|", *(f"| {' | '.join(map(_cell, r))} |" for r in rows), "")
-        self.tables.append([_cell(r[0]) for r in rows])
-
-    def image(self, src: str, dest: str, caption: str) -> None:
-        """Show the image `src` (any fsspec path), copied to `dest` (relative to the page) on `write`."""
-        self.assets[dest] = src
-        self.add(f"![{caption}]({dest})", "")
-
-    def write(self) -> None:
-        """Write the page and copy its images."""
-        path = Path(self.out, self.relpath)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(self.lines).rstrip() + "\n")
-        for dest, src in self.assets.items():
-            (path.parent / dest).parent.mkdir(parents=True, exist_ok=True)
-            _fs(src)[0].get(_fs(src)[1], str(path.parent / dest))
-
-
-@dataclass(frozen=True)
-class ReportType:
-    """A kind of report artifact, its page (`results/{slug}.md`, beside the hand-written `{slug}.md`
-    that says what it measures), and the function rendering one artifact onto it."""
-
-    artifact: str
-    slug: str
-    title: str
-    render: Callable[[Artifact, Page, str], None]  # (artifact, page, assets folder relative to the page)
-
-
-# Every report type with a page, by artifact name; `probe_page` shows how one is added.
-REPORT_TYPES: dict[str, ReportType] = {}
-
-
-def _exists(path: str) -> bool:
-    return _fs(path)[0].exists(_fs(path)[1])
-
-
-def _read_json(*parts: str) -> Any:
-    return read_json(posixpath.join(*parts))
-
-
-def _cell(value: Any) -> str:
-    text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
-
-
 def _prefix_of(path: str, record: dict[str, Any]) -> str | None:
     """The prefix an artifact folder sits in (`{prefix}/{name}/{version}`), if it does."""
     suffix = f"/{record.get('name')}/{record.get('version')}"
@@ -140,16 +58,16 @@ def _prefix_of(path: str, record: dict[str, Any]) -> str | None:
 def read_artifact(path: str) -> Artifact:
     """The artifact at `path`; raises `InputError` when it has no `.artifact.json` record."""
     path = path.rstrip("/")
-    if not _exists(posixpath.join(path, RECORD)):
+    if not exists(posixpath.join(path, RECORD)):
         raise InputError(f"{path}: no {RECORD} here: not a finished Marin artifact")
-    record = _read_json(path, RECORD)
+    record = read_json_at(path, RECORD)
     return Artifact(path, record, _prefix_of(path, record), f"{record.get('name')}@{record.get('version')}")
 
 
 def find_reports(location: str) -> list[Artifact]:
     """The report artifact at `location`, or every registered type's `{name}/{version}` under it (a
     prefix, a snapshot). Raises `InputError` when there is none, or one of a type without a page."""
-    if _exists(posixpath.join(location.rstrip("/"), RECORD)):
+    if exists(posixpath.join(location.rstrip("/"), RECORD)):
         found = [read_artifact(location)]
     else:
         fs, p = _fs(location)
@@ -177,8 +95,8 @@ def upstream(report: Artifact) -> list[tuple[str, str, dict[str, Any] | None]]:
                 continue
             rel = "/".join(dep.rpartition("@")[::2])
             where = (rec.get("dep_paths") or [])[i : i + 1] + [posixpath.join(r, rel) for r in roots if r]
-            found = next((w for w in where if _exists(posixpath.join(w, RECORD))), None)
-            dep_rec = _read_json(found, RECORD) if found else None
+            found = next((w for w in where if exists(posixpath.join(w, RECORD))), None)
+            dep_rec = read_json_at(found, RECORD) if found else None
             seen[dep] = (dep, (dep_rec or {}).get("output_path") or (where or [rel])[-1], dep_rec)
             todo += [dep_rec] if dep_rec else []
     return list(seen.values())
@@ -265,61 +183,6 @@ def results_pages(reports: list[Artifact], cfg: DocsBuildConfig, repo_url: str) 
     return pages
 
 
-_PPL = ("median_ppl", "token_weighted_ppl")  # shown with their 95% intervals
-_COUNTS = ("n_ppl_gt_10", "beats_base", "degrades_vs_reference")  # per-trajectory counts, "k of n"
-_PLOTS = {
-    "ppl_distribution.png": "Per-trajectory env-token PPL of each model (log scale)",
-    "paired_vs_base.png": "Per-trajectory PPL against the base model's (below the diagonal: better than base)",
-    "depth_curves.png": "Token-weighted env-token PPL by observation depth",
-}
-
-
-def _num(x: float | None, ci: list[float] | None = None) -> str:
-    text = "—" if x is None else f"{x:.1f}"
-    return text + (f" [{_num(ci[0])}, {_num(ci[1])}]" if ci else "")
-
-
-def _bucket(b: dict[str, Any] | None) -> str:
-    return f"{_num(b['median_ppl'])} · {b['token_share']:.0%} · n={b['n']}" if b else "—"
-
-
-def _bucket_order(label: str) -> int:
-    # Labels read "<=20", "21-200", ">200": ordered by their lower bound.
-    low = int((re.findall(r"\d+", label) or [10**9])[0])
-    return -1 if label.startswith("<") else low + label.startswith(">")
-
-
-def probe_page(report: Artifact, page: Page, assets: str) -> None:
-    """The probe's PPL table, its per-trajectory table, its length buckets (all from `metrics.json`)
-    and its plots."""
-    m = _read_json(report.path, "metrics.json")
-    n, cps = m["n_common"], m["checkpoints"]
-    ref = f", reference `{m['reference']}`" if m.get("reference") else ""
-    page.add(f"Env-token perplexity on the **{n}** held-out trajectories every model scored; base `{m['base']}`{ref}.")
-    page.add("Lower is better; brackets hold 95% bootstrap intervals over trajectories.", "")
-    rows = [[c["name"], *(_num(c[k], c.get(f"{k}_ci95")) for k in _PPL), _num(c["mean_ppl"])] for c in cps]
-    page.table("model|median PPL|token-weighted PPL|mean PPL", rows, "lrrr")
-    page.add("Per trajectory: the tail, the pairs against the base and the reference, and the worst case.", "")
-    rows = []
-    for c in cps:
-        counts = ["—" if c.get(k) is None else f"{c[k]} of {n}" for k in _COUNTS]
-        worst = f"{_num(c['worst']['ppl'])} ({c['worst']['repo']})" if c.get("worst") else "—"
-        top5 = c.get("top5_share_of_change_vs_base")
-        rows.append([c["name"], *counts, worst, "—" if top5 is None else f"{top5:.0%}"])
-    page.table("model|PPL > 10|beats base|worse than reference|worst PPL (repo)|top-5 share of change", rows, "lrrrrr")
-    if labels := sorted({b for c in cps for b in c.get("buckets", {})}, key=_bucket_order):
-        page.add("By target length in tokens: median PPL · the bucket's share of scored tokens · trajectories.", "")
-        rows = [[c["name"], *(_bucket(c["buckets"].get(b)) for b in labels)] for c in cps]
-        page.table("|".join(["model", *labels]), rows)
-    for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
-        if name.endswith(".png"):
-            page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))
-
-
-PROBE = ReportType(artifacts.REPORT, "world-model-probe", "World-model probe: results", probe_page)
-REPORT_TYPES[PROBE.artifact] = PROBE
-
-
 def _is_leaf(value: Any) -> bool:
     items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
     return not any(isinstance(x, dict | list) for x in items)
@@ -329,7 +192,7 @@ def json_tables(page: Page, data: dict[str, Any], level: int) -> None:
     """A JSON document as tables: its scalars (flat dicts dotted, flat lists joined) in one, each list
     of records in its own, each nested section recursively, all under headings of `level`."""
     rows = [[k, v] for k, v in data.items() if not isinstance(v, dict | list)]
-    rows += [[k, ", ".join(map(_cell, v))] for k, v in data.items() if isinstance(v, list) and _is_leaf(v)]
+    rows += [[k, ", ".join(map(cell, v))] for k, v in data.items() if isinstance(v, list) and _is_leaf(v)]
     rows += [[f"{k}.{k2}", v2] for k, v in data.items() if isinstance(v, dict) and _is_leaf(v) for k2, v2 in v.items()]
     if rows:
         page.table("quantity|value", rows, "lr")

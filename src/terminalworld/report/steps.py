@@ -25,6 +25,7 @@ def report_fn(
         if (g := summaries.get(arm["arm"])) is not None:
             arm |= {"pass_at_1": g["pass_at_1"], "pass_at_1_stderr": g["pass_at_1_stderr"]}
             arm |= {"solved_trials": g["solved_trials"], "scored_trials": g["scored_trials"]}
+            arm |= {"valid_action_rate": g.get("valid_action_rate")}
     doc = {"arms": arms, "n_trajectories": table["n_common"], "base": base}
     if "agent" in table:
         doc["agent"] = {"tasks": next(iter(summaries.values()))["tasks"], "note": table["agent"]["note"]}
