@@ -11,7 +11,7 @@ import pytest
 from terminalworld.cli import main
 from terminalworld.env import sandbox as sb
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path, check_available
-from terminalworld.errors import SandboxUnavailable
+from terminalworld.errors import InputError, SandboxUnavailable
 
 from .conftest import host_processes_with, host_uid
 
@@ -151,3 +151,24 @@ def test_a_repository_the_sandbox_uid_cannot_reach_is_refused(tmp_path):
     (hidden / "repo").mkdir()
     with pytest.raises(SandboxUnavailable, match="cannot reach"):
         Sandbox(str(hidden / "repo"))
+
+
+def test_bound_folders_are_writable_shared_with_the_host_and_counted_in_the_disk_cap(repo, workdir):
+    logs = workdir / "logs"
+    logs.mkdir()
+    (logs / "seen.txt").write_text("from host\n")
+    sandbox = Sandbox(str(repo), SandboxConfig(timeout_s=5.0, disk_bytes=1 << 20), binds={"/logs": str(logs)})
+    r = sandbox.run("cat /logs/seen.txt; echo 1 > /logs/reward.txt; ls /")
+    assert r.output.startswith("from host\n") and "logs\n" in r.output and "testbed\n" in r.output
+    assert (logs / "reward.txt").read_text() == "1\n" and os.lstat(logs / "reward.txt").st_uid == host_uid()
+    r = sandbox.run("head -c 3M /dev/zero > /logs/big")
+    assert r.limits == ("disk",)
+    # The wall limit of one command can differ from the sandbox's.
+    r = sandbox.run("sleep 3", timeout_s=0.5)
+    assert r.timed_out and r.output.endswith("\n(command timed out after 0.5 s)\n")
+
+
+@pytest.mark.parametrize("inside", ["/usr", "/etc/x", "/testbed", "/tmp/x", "relative", "/proc"])
+def test_binds_may_not_shadow_the_system_or_the_repository(repo, workdir, inside):
+    with pytest.raises(InputError, match="binds go to absolute paths outside the system folders"):
+        Sandbox(str(repo), SandboxConfig(), binds={inside: str(workdir)})
