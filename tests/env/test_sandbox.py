@@ -164,7 +164,7 @@ def test_bound_folders_are_writable_shared_with_the_host_and_counted_in_the_disk
     r = sandbox.run("head -c 3M /dev/zero > /logs/big")
     assert r.limits == ("disk",)
     # The wall limit of one command can differ from the sandbox's.
-    r = sandbox.run("sleep 3", timeout_s=0.5)
+    r = Sandbox(str(repo), SandboxConfig(timeout_s=5.0)).run("sleep 3", timeout_s=0.5)
     assert r.timed_out and r.output.endswith("\n(command timed out after 0.5 s)\n")
 
 
