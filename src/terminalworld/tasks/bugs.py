@@ -63,11 +63,11 @@ def _span(node: ast.AST, starts: list[int]) -> tuple[int, int]:
     return starts[node.lineno - 1] + node.col_offset, starts[node.end_lineno - 1] + node.end_col_offset
 
 
-def _replaced(tree: ast.Module, target: ast.AST, new: ast.AST | None) -> str:
-    """The dump of `tree` with `target` (found by identity in a deep copy) replaced by `new`, or
+def _replaced(func: ast.FunctionDef, target: ast.AST, new: ast.AST | None) -> str:
+    """The dump of `func` with `target` (found by identity in a deep copy) replaced by `new`, or
     removed from its statement list when `new` is None."""
     memo: dict[int, object] = {}
-    clone = copy.deepcopy(tree, memo)
+    clone = copy.deepcopy(func, memo)
     twin = memo[id(target)]
     for parent in ast.walk(clone):
         for field, value in ast.iter_fields(parent):
@@ -138,8 +138,11 @@ def _edits(
 
 def inject(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[Bug]:
     """All verified one-edit bugs in module-level function `func` of `source` (parsed as `tree`), in
-    source order."""
+    source order: after the edit the module parses to the same statements, `func` changed in
+    exactly the one node."""
     starts = _offsets(source)
+    at = tree.body.index(func)
+    rest = [ast.dump(n) for n in tree.body]
     bugs = []
     for kind, node, new, edits in _edits(func, source, starts):
         if any(e is None for e in edits):
@@ -148,9 +151,19 @@ def inject(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[Bug]:
         for lo, hi, repl in sorted(edits, reverse=True):
             text = text[:lo] + repl + text[hi:]
         try:
-            ok = ast.dump(ast.parse(text)) == _replaced(tree, node, new)
+            body = ast.parse(text).body
         except SyntaxError:
-            ok = False
-        if ok:
+            continue
+        dumps = [ast.dump(n) for n in body]
+        if (
+            len(dumps) == len(rest)
+            and dumps[at] == _replaced(func, node, new)
+            and dumps[:at] + dumps[at + 1 :] == (rest[:at] + rest[at + 1 :])
+        ):
             bugs.append(Bug(kind, func.name, node.lineno, text))
     return bugs
+
+
+def has_candidates(source: str, func: ast.FunctionDef) -> bool:
+    """Whether `func` has any candidate edit at all (cheap: nothing is verified)."""
+    return any(all(e is not None for e in edits) for *_, edits in _edits(func, source, _offsets(source)))

@@ -40,7 +40,7 @@ from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
 from terminalworld.tasks import layout
-from terminalworld.tasks.bugs import Bug, inject
+from terminalworld.tasks.bugs import Bug, has_candidates, inject
 
 MIN_CALLS = 3  # a function needs this many stable calls before a bug in it can be tested
 MAX_FAIL_TO_PASS = 5
@@ -166,12 +166,11 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
         except SyntaxError:
             continue
         funcs = {n.name: n for n in tree_ast.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
-        bugs = {name: inject(source, tree_ast, f) for name, f in funcs.items()}
-        calls = _discover(sandbox, probe, module, sorted(n for n, b in bugs.items() if b))
+        calls = _discover(sandbox, probe, module, sorted(n for n, f in funcs.items() if has_candidates(source, f)))
         for function in sorted(calls, key=lambda _: rng.random()):
             if len(made) >= cfg.per_repo:
                 return made, dropped
-            candidates = list(bugs[function])
+            candidates = inject(source, tree_ast, funcs[function])
             rng.shuffle(candidates)
             others = [c for name, cs in sorted(calls.items()) if name != function for c in _cases(module, name, cs)]
             own = _cases(module, function, calls[function])
