@@ -186,7 +186,19 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
                     dropped["bug_not_observable"] += 1
                     continue
                 passing = [c for c in others + own if outcomes[c["id"]]["passed"]]
-                task = _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, source)
+                task = _write(
+                    tree=tree,
+                    cfg=cfg,
+                    work=work,
+                    out=out,
+                    rel=rel,
+                    module=module,
+                    source=source,
+                    bug=bug,
+                    failing=failing,
+                    passing=passing,
+                    got=outcomes[failing[0]["id"]]["got"],
+                )
                 if task is None:
                     dropped["validation_failed"] += 1
                     continue
@@ -197,8 +209,22 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
     return made, dropped
 
 
-def _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, source) -> dict | None:
-    """Write and validate one task; its manifest entry, or None when validation fails."""
+def _write(
+    *,
+    tree: CodeTree,
+    cfg: MakeTasksConfig,
+    work: Path,
+    out: Path,
+    rel: str,
+    module: str,
+    source: str,
+    bug: Bug,
+    failing: list[dict[str, Any]],
+    passing: list[dict[str, Any]],
+    got: str,
+) -> dict | None:
+    """Write and validate the task of `bug` in file `rel` (original text `source`); `got` is what the
+    first failing call returns under the bug. Its manifest entry, or None when validation fails."""
     f2p, p2p = failing[:MAX_FAIL_TO_PASS], passing[:MAX_PASS_TO_PASS]
     name = tree.repo.split("/", 1)[1]
     digest = hashlib.sha256(bug.source.encode()).hexdigest()[:8]
@@ -208,7 +234,6 @@ def _write(tree, cfg, work, out, rel, module, bug, failing, passing, outcomes, s
     _commit_bug(bugged, rel, bug)
     patch = _patch(bugged, rel, source)
     cases = [{**c, "kind": "FAIL_TO_PASS"} for c in f2p] + [{**c, "kind": "PASS_TO_PASS"} for c in p2p]
-    got = outcomes[f2p[0]["id"]]["got"]
     metadata = {"repo": tree.repo, "version": tree.version, "module": module, "function": bug.function}
     metadata |= {"kind": bug.kind, "seed": cfg.seed, "path": rel, "line": bug.line}
     staging = work / f"task-{task_id}"
