@@ -37,9 +37,15 @@ MODULES = {
         "src/terminalworld/corpus/sampling.py",
         ["tests/corpus/test_sampling.py", "tests/corpus/test_sampling_mutants.py"],
     ),
-    "packing": ("src/terminalworld/train/packing.py", ["tests/train/test_packing.py", "tests/train/test_packing_mutants.py"]),
+    "packing": (
+        "src/terminalworld/train/packing.py",
+        ["tests/train/test_packing.py", "tests/train/test_packing_mutants.py"],
+    ),
     "sandbox": ("src/terminalworld/env/sandbox.py", ["tests/env/test_sandbox.py", "tests/env/test_sandbox_attacks.py"]),
-    "metrics": ("src/terminalworld/eval/metrics.py", ["tests/eval/test_metrics.py", "tests/eval/test_metrics_mutants.py"]),
+    "metrics": (
+        "src/terminalworld/eval/metrics.py",
+        ["tests/eval/test_metrics.py", "tests/eval/test_metrics_mutants.py"],
+    ),
 }
 
 
@@ -78,8 +84,10 @@ def main() -> None:
     ap.add_argument("--children", type=int, default=2)
     args = ap.parse_args()
     source, tests = MODULES[args.module]
+    # The scoring tests compare against an independent computation on the same weights: a tiny random
+    # model keeps each mutant's rerun to seconds (tests/eval/test_scoring.py).
     dotted = source.removeprefix("src/").removesuffix(".py").replace("/", ".")
-    env = {**os.environ, "TERMINALWORLD_FIXTURES": FIXTURES}
+    env = {**os.environ, "TERMINALWORLD_FIXTURES": FIXTURES, "TERMINALWORLD_TINY_SCORING_MODEL": "1"}
     with tempfile.TemporaryDirectory(prefix="tw-mutation-") as tmp:
         work = Path(tmp) / "repo"
         shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", "mutants", "local-prefix", ".git", "site"))
@@ -112,7 +120,9 @@ def main() -> None:
         + (f" --sample {args.sample} --seed {args.seed}" if args.sample else ""),
     }
     RESULTS.write_text(json.dumps(doc, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in doc["modules"][source].items() if k not in ("survivors", "equivalent")}, indent=2))
+    print(
+        json.dumps({k: v for k, v in doc["modules"][source].items() if k not in ("survivors", "equivalent")}, indent=2)
+    )
 
 
 if __name__ == "__main__":

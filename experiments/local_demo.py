@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from terminalworld.agent import steps as agent
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
-from terminalworld.pipeline.step import Checkpoint, Corpus, HeldoutSet, Report, Subsets
+from terminalworld.pipeline.step import Checkpoint, Corpus, HeldoutSet, Report, Subsets, TaskSet
 from terminalworld.report import steps as reports
 from terminalworld.train import steps as train
 from terminalworld.train.sft import SftRecipe
@@ -73,6 +73,7 @@ class DemoGraph:
     subsets: Subsets
     heldout: HeldoutSet
     models: dict[str, Checkpoint]
+    agent_tasks: TaskSet
     report: Report
 
 
@@ -153,7 +154,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
     report = reports.report(
         scores=scores, base="base", reference="full" if "full" in d.arms else None, grades=grades, version=v
     )
-    return DemoGraph(corpus=recorded, subsets=subsets, heldout=heldout, models=models, report=report)
+    return DemoGraph(corpus=recorded, subsets=subsets, heldout=heldout, models=models, agent_tasks=tasks, report=report)
 
 
 if __name__ == "__main__":

@@ -95,5 +95,6 @@ def test_a_real_model_runs_whole_turns_through_harbor(generated_tasks, tmp_path)
     )
     row = json.loads((tmp_path / "model" / "trials.jsonl").read_text())
     assert s["scored_trials"] == 1 and row["turns"] == 2 and row["input_tokens"] > 1000 and row["output_tokens"] > 0
+    assert 0 < row["seconds"]["generation"] < row["seconds"]["agent_execution"]
     trajectory = json.loads(next((tmp_path / "model" / "jobs").rglob("trajectory.json")).read_text())
     assert [m["role"] for m in trajectory["messages"][:3]] == ["system", "user", "assistant"]

@@ -1,6 +1,7 @@
 """The scorer against an independent full-logits implementation of the span rule, on SmolLM2."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -33,7 +34,26 @@ def heldout(fixtures, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def smollm2():
-    return load_hf_model(local_model_path("smollm2"), "float32")
+    """SmolLM2-135M. With TERMINALWORLD_TINY_SCORING_MODEL set (the mutation runs, where every
+    mutant reruns these tests), a tiny random Qwen3 over SmolLM2's vocabulary stands in: every test
+    compares the scorer with an independent computation on the same weights, true for any weights."""
+    if not os.environ.get("TERMINALWORLD_TINY_SCORING_MODEL"):
+        return load_hf_model(local_model_path("smollm2"), "float32")
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen3Config(
+        vocab_size=len(load_tokenizer("smollm2")),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=8192,
+    )
+    return Qwen3ForCausalLM(config).eval()
 
 
 def scored_rows(path):

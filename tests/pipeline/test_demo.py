@@ -1,5 +1,6 @@
-"""A reduced local demo, end to end through Marin's step runner: record, subsets, held-out,
-three arms, base pretraining, Levanter SFT, HF export, scoring, comparison."""
+"""A reduced local demo, end to end through Marin's step runner: tasks, record (with solving
+episodes), subsets, held-out, three arms, base pretraining, Levanter SFT, HF export, scoring, agent
+grades with Harbor on tasks from unseen repos, comparison."""
 
 import gzip
 import json
@@ -35,6 +36,9 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
         sft_epochs=1,
         batch_size=2,
         max_output_chars=600,
+        solve_tasks=2,
+        agent_tasks=2,
+        harness={"max_turns": 2, "context_tokens": 2048, "max_tokens_per_turn": 32},
     )
     graph = demo.build(cfg)
     run([graph.report])
@@ -57,6 +61,15 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
     seen_ids = {r["instance_id"] for r in sft + pretrain}
     assert len(seen_repos) > 1 and not {r["repo"] for r in heldout} & seen_repos
     assert not {r["instance_id"] for r in heldout} & seen_ids
+    # Every arm has an agent grade on the held-out tasks, whose repos are unseen in training too; the
+    # recorded corpus holds the solving episodes of the training tasks, each solved.
+    tasks = json.loads(Path(graph.agent_tasks.path(), "manifest.json").read_text())
+    assert len(tasks["tasks"]) == 2 and not set(tasks["repos"]) & seen_repos
+    assert report["agent"]["tasks"] == 2 and all(
+        a["scored_trials"] == 2 and a["pass_at_1"] >= 0 for a in report["arms"]
+    )
+    solving = _rows(Path(graph.corpus.path(), "solving.jsonl.gz"))
+    assert len(solving) == 2 and all(r["reward"] == 1.0 and r["task_kind"] == "solve" for r in solving)
     # A second run reuses every finished step.
     ckpt = os.path.join(graph.models["assistant"].path(), "hf", "config.json")
     before = os.path.getmtime(ckpt)

@@ -133,6 +133,7 @@ class SweZeroAgent(BaseAgent):
                 "outcome": episode.outcome,
                 "turns": episode.turns,
                 "format_errors": episode.format_errors,
+                **{k: round(v, 4) for k, v in seconds.items()},
             }
             row = {"messages": episode.messages, "metadata": context.metadata}
             (self.logs_dir / "trajectory.json").write_text(json.dumps(row, ensure_ascii=False, indent=1))
