@@ -153,8 +153,9 @@ def test_every_report_type_has_a_page_without_results(tmp_path):
     page = _build(docs, [])
     assert '!!! note "No results yet"' in page
     assert {p.name for p in (docs / "reference").glob("*.md")} == {
-        f"{s}.md" for s in ("index", "core", "env", "corpus", "train", "eval", "report", "pipeline")
+        f"{s}.md" for s in ("index", "core", "env", "corpus", "tasks", "train", "eval", "agent", "report", "pipeline")
     }
+    assert "::: terminalworld.agent.harbor_env" in (docs / "reference" / "agent.md").read_text()
     assert "::: terminalworld.core.render" in (docs / "reference" / "core.md").read_text()
 
 
