@@ -22,7 +22,8 @@ from terminalworld.report.site import (
 from tests.conftest import FIXTURES, REPO_ROOT
 from tests.report.conftest import SNAPSHOT, STRICT_BUILD_SECONDS, copy_docs, mkdocs_build
 
-REPORT = SNAPSHOT / "terminalworld" / "reports" / "world-model-probe" / "2026.12.02"
+VERSION = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["reports"][0].rpartition("@")[2]
+REPORT = SNAPSHOT / "terminalworld" / "reports" / "world-model-probe" / VERSION
 URL = "https://example.org/terminalworld"
 
 
@@ -66,7 +67,10 @@ def test_result_page_reproduce_section_matches_provenance(tmp_path):
     assert f"`{record['output_path']}`" in page
     for dep, _, rec in upstream(find_reports(str(REPORT))[0]):
         assert f"| `{dep}` | `{rec['output_path']}` | {rec['provenance']['base_commit']} |" in page
-    assert "sim-ppl-eval/sim_ppl_base@2026.12.02" in record["deps"]
+    assert (
+        f"sim-ppl-eval/sim_ppl_base@{VERSION}" in record["deps"]
+        and f"agent-eval/heldout-tasks/base@{VERSION}" in record["deps"]
+    )
     versions = locked_versions(str(REPO_ROOT), commit)
     assert f"| marin-core | {versions['marin-core']} |" in page
     assert "dirty" not in page.split("### Reproduce")[1].split("Upstream steps")[0].replace("(clean tree)", "")
@@ -82,9 +86,17 @@ def test_result_page_tables_come_from_the_artifact(tmp_path):
     assert f"**{metrics['n_common']}** held-out trajectories" in page
     median = next(c for c in metrics["checkpoints"] if c["name"] == "assistant")["median_ppl"]
     assert f"| assistant | {median:.1f} [" in page
-    for png in ("ppl_distribution.png", "paired_vs_base.png"):
-        assert f"(world-model-probe/2026.12.02/{png})" in page
-        assert (docs / "results" / "world-model-probe" / "2026.12.02" / png).read_bytes() == (REPORT / png).read_bytes()
+    for png in ("ppl_distribution.png", "paired_vs_base.png", "agent_vs_world_model.png"):
+        assert f"(world-model-probe/{VERSION}/{png})" in page
+        assert (docs / "results" / "world-model-probe" / VERSION / png).read_bytes() == (REPORT / png).read_bytes()
+    # The agent grade beside the world model: pass@1 per model, and the note when nothing was solved.
+    agent = metrics["agent"]
+    full = next(r for r in agent["rows"] if r["name"] == "full")
+    assert (
+        f"| full | {full['pass_at_1']:.3f} ± {full['pass_at_1_stderr']:.3f} | {full['solved']} / {full['scored']} |"
+        in page
+    )
+    assert agent["note"] and agent["note"] in page
 
 
 def test_dirty_tree_is_shown_and_release_refuses_it(tmp_path):
@@ -121,11 +133,12 @@ def test_snapshot_copies_the_report_and_its_upstream_records(tmp_path):
     copied = dest / REPORT.relative_to(SNAPSHOT)
     assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in REPORT.iterdir())
     records = sorted(p.parent.relative_to(dest).as_posix() for p in dest.rglob(RECORD))
-    assert len(records) == 1 + len(upstream(find_reports(str(REPORT))[0])) == 16
+    assert len(records) == 1 + len(upstream(find_reports(str(REPORT))[0])) == 22
     assert json.loads((dest / SNAPSHOT_MANIFEST).read_text())["reports"] == [
-        "terminalworld/reports/world-model-probe@2026.12.02"
+        f"terminalworld/reports/world-model-probe@{VERSION}"
     ]
-    assert "`/tmp/tw/orig-prefix/terminalworld/reports/world-model-probe/2026.12.02`" in page  # the provenance's path
+    origin = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"][0]
+    assert f"`{origin}`" in page  # the provenance's path
     _build(docs, [str(REPORT)], snapshot=str(dest))  # a snapshot replaces an earlier one
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
