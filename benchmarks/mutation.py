@@ -76,6 +76,11 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
     return dict(line.strip().split(": ", 1) for line in out.splitlines() if ": " in line)
 
 
+def _changed_lines(diff: str) -> list[str]:
+    """The -/+ lines of a mutant's diff: what a reader needs to judge it."""
+    return [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("module", choices=sorted(MODULES))
@@ -92,13 +97,22 @@ def main() -> None:
         work = Path(tmp) / "repo"
         shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", "mutants", "local-prefix", ".git", "site"))
         _narrow(work / "pyproject.toml", source, tests)
-        # Generates the mutants and maps tests to functions; the pattern matches no mutant.
-        subprocess.run(["uv", "run", "mutmut", "run", f"{dotted}.x_no_such_function*"], cwd=work, env=env, check=True)
+        # Generates the mutants, then stops: the pattern matches none (mutmut says so and exits 1).
+        subprocess.run(["uv", "run", "mutmut", "run", f"{dotted}.x_no_such_function*"], cwd=work, env=env)
         names = sorted(_results(work, env))
+        if not names:
+            raise SystemExit(f"mutmut generated no mutant of {source}")
         chosen = sorted(random.Random(args.seed).sample(names, args.sample)) if args.sample else names
         run = ["uv", "run", "mutmut", "run", "--max-children", str(args.children)]
         subprocess.run([*run, *(chosen if args.sample else [f"{dotted}*"])], cwd=work, env=env, check=True)
         status = {k: v for k, v in _results(work, env).items() if k in set(chosen)}
+        diffs = {
+            k: subprocess.run(
+                ["uv", "run", "mutmut", "show", k], cwd=work, env=env, capture_output=True, text=True
+            ).stdout
+            for k, v in status.items()
+            if v != "killed"
+        }
     counts = {s: sum(v == s for v in status.values()) for s in ("killed", "survived", "timeout", "suspicious")}
     counts["not_checked"] = sum(v == "not checked" for v in status.values())
     n = len(chosen)
@@ -113,7 +127,7 @@ def main() -> None:
         "kill_rate": round(counts["killed"] / n, 4),
         "kill_rate_ci95": wilson(counts["killed"], n) if args.sample else None,
         "tests_used": tests,
-        "survivors": sorted(k for k, v in status.items() if v != "killed"),
+        "survivors": {k: _changed_lines(diffs[k]) for k in sorted(diffs)},
         "equivalent": equivalent,
         "date": datetime.date.today().isoformat(),
         "command": f"uv run python benchmarks/mutation.py {args.module}"

@@ -8,10 +8,10 @@ import pytest
 
 from terminalworld.core.assets import load_tokenizer
 from terminalworld.core.formats import load_trajectories, to_trajectory
-from terminalworld.core.render import ARMS, NOBODY, RenderConfig, Renderer, render_file
+from terminalworld.core.render import ARMS, NOBODY, RenderConfig, Renderer, build_renderer, render_file, token_owners
 from terminalworld.core.trajectories import harness_spans
 from terminalworld.core.views import agent_messages
-from terminalworld.errors import RenderError
+from terminalworld.errors import InputError, RenderError
 
 TOKENIZERS = ["qwen3", "smollm2"]
 
@@ -141,11 +141,11 @@ def _eot(r, m):
     [
         ("task token given to the next message", "lies in message 1 but is owned by 2"),
         ("system token given to the task", "lies in message 0 but is owned by 1"),
-        ("scaffolding token given an owner", "owned by 1 but is neither its content nor its end of turn"),
+        ("scaffolding token given an owner", "is owned by 1 but is neither its content nor its end of turn"),
         ("observation token owned by nobody", "lies in message 3 but is owned by -1"),
-        ("end of turn given to the next message", "owned by 3 but is neither its content nor its end of turn"),
+        ("end of turn given to the next message", "is owned by 3 but is neither its content nor its end of turn"),
         ("end of turn owned by nobody", "an end-of-turn token has no owner"),
-        ("harness text owned under O'", "owned by 3 but is neither its content nor its end of turn"),
+        ("harness text owned under O'", "is owned by 3 but is neither its content nor its end of turn"),
         ("system message trained as a user turn", "the arms are not"),
     ],
 )
@@ -180,7 +180,7 @@ def test_partition_check_rejects_inconsistent_ownership(qwen3_rendered, case, wh
         bad = replace(r, messages=[replace(r.messages[0], role="user"), *r.messages[1:]])
     a, b, c = (bad.mask(x) for x in ("assistant", "full", "user"))
     assert not (a & c).any() and np.array_equal(a | c, b)  # the old check's conditions still hold
-    with pytest.raises(RenderError, match=f"do not partition the tokens: .*{why}"):
+    with pytest.raises(RenderError, match=rf"do not partition the tokens: (token \d+ )?{why}"):
         bad.check_partition()
 
 
@@ -241,6 +241,10 @@ def test_template_that_rewrites_content_fails_naming_the_message(fixtures):
     traj = load_trajectories(str(fixtures / "mini-swe-agent/local.traj.json"))[0]
     with pytest.raises(RenderError, match="trims whitespace"):
         Renderer(load_tokenizer("qwen3"), chat_template=trimming).render(traj)
+    # A message rendered at the very start of the text is found, and the one rewritten is named.
+    bare = "{% for m in messages %}{{ m.content if loop.index0 != 2 else m.content | upper }}\n{% endfor %}"
+    with pytest.raises(RenderError, match=r"message 2 \(assistant, action\) does not appear verbatim.*transforms"):
+        Renderer(load_tokenizer("qwen3"), chat_template=bare).render(traj)
 
 
 def test_custom_verbatim_template_and_smollm2_chatml(fixtures):
@@ -290,6 +294,8 @@ def test_render_file_one_row_per_trajectory_in_order(fixtures, tmp_path, suffix)
     rows = [r.value for r in iter_records(out)]
     trajs = load_trajectories(src)
     assert [r["instance_id"] for r in rows] == [t.instance_id for t in trajs]
+    stats = render_file(RenderConfig(tokenizer="smollm2", inputs=[src], out=out + ".again" + suffix, arm="full"))
+    assert stats["arm"] == "full" and stats["out"] == out + ".again" + suffix
     r0 = Renderer(load_tokenizer("smollm2")).render(trajs[0])
     assert list(rows[0]["input_ids"]) == r0.input_ids.tolist()
     assert list(rows[0]["loss_weights"]) == r0.mask("assistant").astype(int).tolist()
@@ -355,3 +361,23 @@ def test_cli_render_and_show_mask(fixtures, tmp_path):
     )
     assert r.returncode == 2 and f"{bad}:1" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_token_owners_rule_on_hand_made_offsets():
+    starts = np.array([0, 2, 2, 5, 9])
+    ends = np.array([2, 2, 5, 9, 10])  # token 1 is empty; token 4 starts at content 0's end
+    owners = token_owners(starts, ends, [(0, 9)])
+    assert owners.tolist() == [0, NOBODY, 0, 0, 0]  # an empty token owns nothing; 4 is the end of turn
+    assert token_owners(starts, ends, []).tolist() == [NOBODY] * 5  # no content: all scaffolding
+
+
+def test_both_template_sources_at_once_is_a_clear_error():
+    with pytest.raises(InputError, match=r"^give a chat template file or a model to take the template from, not both$"):
+        build_renderer(tokenizer="smollm2", chat_template="t.jinja", template_from="smollm2")
+
+
+def test_unowned_tokens_have_the_role_none(qwen3_rendered):
+    r, _ = qwen3_rendered
+    roles = r.role_of_tokens()
+    assert set(roles.tolist()) == {"system", "user", "assistant", "none"}
+    assert (roles == "none").sum() == (r.owner == NOBODY).sum() > 0
