@@ -167,12 +167,22 @@ def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2
     for got, row in zip(lines[:-1], rows, strict=False):
         n, mean, _ = reference_score(smollm2, tok, row, mode)
         assert got["instance_id"] == row["instance_id"] and got["n_target_tokens"] == n
+        env = row["target_env"]
+        assert got["repo"] == row["repo"] and got["target_chars"] == len(env.removeprefix("Observation: ")) > 0
         # Both are float32 on CPU: they differ only by summation order (about 1e-6).
         assert abs(got["mean_nll"] - mean) < 1e-4, (got["mean_nll"], mean)
         total_n, total_nll = total_n + n, total_nll + n * mean
     assert abs(summary["ppl"] - float(np.exp(total_nll / total_n))) < 1e-4 * summary["ppl"]
     assert summary["total_target_tokens"] == total_n
+    # Named after the model path's last part when no --model-name is given.
+    assert (summary["model_name"], summary["model_path"], summary["mode"]) == ("smollm2", "smollm2", mode)
     assert_summary_by_hand(summary, lines[:-1])
+
+
+def test_a_model_without_a_context_length_is_scored_without_a_cap(smollm2, monkeypatch):
+    monkeypatch.delattr(type(smollm2.config), "max_position_embeddings", raising=False)
+    monkeypatch.delattr(smollm2.config, "max_position_embeddings", raising=False)
+    assert not hasattr(smollm2.config, "max_position_embeddings") and HFScorer(smollm2).max_len is None
 
 
 def test_summary_statistics_by_hand():
