@@ -94,6 +94,7 @@ def main() -> None:
     dotted = source.removeprefix("src/").removesuffix(".py").replace("/", ".")
     env = {**os.environ, "TERMINALWORLD_FIXTURES": FIXTURES, "TERMINALWORLD_TINY_SCORING_MODEL": "1"}
     with tempfile.TemporaryDirectory(prefix="tw-mutation-") as tmp:
+        os.chmod(tmp, 0o755)  # like a checkout: the sandbox tests run commands as another uid
         work = Path(tmp) / "repo"
         shutil.copytree(ROOT, work, ignore=shutil.ignore_patterns(".venv", "mutants", "local-prefix", ".git", "site"))
         _narrow(work / "pyproject.toml", source, tests)
