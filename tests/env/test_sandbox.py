@@ -4,6 +4,7 @@ refusal of a host where it cannot run. Attacks on it are in test_sandbox_attacks
 import json
 import os
 import re
+import stat
 import time
 
 import pytest
@@ -172,3 +173,44 @@ def test_bound_folders_are_writable_shared_with_the_host_and_counted_in_the_disk
 def test_binds_may_not_shadow_the_system_or_the_repository(repo, workdir, inside):
     with pytest.raises(InputError, match="binds go to absolute paths outside the system folders"):
         Sandbox(str(repo), SandboxConfig(), binds={inside: str(workdir)})
+
+
+def test_a_file_of_exactly_the_cap_is_allowed_and_one_byte_more_is_not(make_sandbox, repo):
+    r = make_sandbox(max_file_bytes=1 << 20).run("head -c 1048576 /dev/zero > at; head -c 1048577 /dev/zero > over")
+    assert (repo / "at").stat().st_size == 1 << 20 and (repo / "over").stat().st_size == 1 << 20
+    assert r.limits == ("file_size",)
+
+
+def test_invalid_utf8_is_replaced_not_fatal_and_python_writes_no_bytecode(sandbox, repo):
+    (repo / "m.py").write_text("X = 1\n")
+    r = sandbox.run("printf 'a\\377b\\n'; python3 -c 'import m; print(m.X)'; hostname")
+    assert r.output == "a\ufffdb\n1\nsandbox\n"
+    assert not (repo / "__pycache__").exists()
+
+
+def test_the_permission_bits_read_are_the_owner_group_or_other_ones(tmp_path):
+    st = os.stat(tmp_path)
+    as_group = os.stat_result((0o070 | stat.S_IFDIR, *st[1:4], 0, 4242, *st[6:]))
+    assert sb._allowed(as_group, 1, frozenset([4242]), 5) and not sb._allowed(as_group, 1, frozenset([7]), 5)
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    inner.mkdir(parents=True)
+    outer.chmod(0o700)
+    tmp_path.chmod(0o755)
+    # The first folder on the way that the other uid may not search, not the path itself.
+    assert sb._blocked_on(str(inner), 54321, 54321) == str(outer)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch is a root host's")
+def test_a_root_host_runs_sandboxes_as_the_configured_uid_and_gid(workdir):
+    assert sb._identity(SandboxConfig(host_uid=0)) is None  # root asked for: run as the caller
+    assert sb._identity(SandboxConfig(host_uid=1, host_gid=2)) == (1, 2)
+    repo = workdir / "r"
+    repo.mkdir()
+    Sandbox(str(repo), SandboxConfig(host_uid=65533, host_gid=65534)).run("touch f")
+    st = os.lstat(repo / "f")
+    assert (st.st_uid, st.st_gid) == (65533, 65534)
+
+
+def test_a_broken_bwrap_in_the_config_is_refused(repo):
+    with pytest.raises(SandboxUnavailable):
+        Sandbox(str(repo), SandboxConfig(bwrap="/bin/false"))
