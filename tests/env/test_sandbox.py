@@ -188,14 +188,13 @@ def test_invalid_utf8_is_replaced_not_fatal_and_python_writes_no_bytecode(sandbo
     assert not (repo / "__pycache__").exists()
 
 
-def test_the_permission_bits_read_are_the_owner_group_or_other_ones(tmp_path):
-    st = os.stat(tmp_path)
+def test_the_permission_bits_read_are_the_owner_group_or_other_ones(workdir):
+    st = os.stat(workdir)
     as_group = os.stat_result((0o070 | stat.S_IFDIR, *st[1:4], 0, 4242, *st[6:]))
     assert sb._allowed(as_group, 1, frozenset([4242]), 5) and not sb._allowed(as_group, 1, frozenset([7]), 5)
-    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    outer, inner = workdir / "outer", workdir / "outer" / "inner"
     inner.mkdir(parents=True)
     outer.chmod(0o700)
-    tmp_path.chmod(0o755)
     # The first folder on the way that the other uid may not search, not the path itself.
     assert sb._blocked_on(str(inner), 54321, 54321) == str(outer)
 
