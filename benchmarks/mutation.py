@@ -89,9 +89,9 @@ def main() -> None:
     ap.add_argument("--children", type=int, default=2)
     args = ap.parse_args()
     source, tests = MODULES[args.module]
+    dotted = source.removeprefix("src/").removesuffix(".py").replace("/", ".")
     # The scoring tests compare against an independent computation on the same weights: a tiny random
     # model keeps each mutant's rerun to seconds (tests/eval/test_scoring.py).
-    dotted = source.removeprefix("src/").removesuffix(".py").replace("/", ".")
     env = {**os.environ, "TERMINALWORLD_FIXTURES": FIXTURES, "TERMINALWORLD_TINY_SCORING_MODEL": "1"}
     with tempfile.TemporaryDirectory(prefix="tw-mutation-") as tmp:
         os.chmod(tmp, 0o755)  # like a checkout: the sandbox tests run commands as another uid

@@ -2,7 +2,6 @@
 every command in the sandbox: the oracle scores 1, nop 0, a script exactly what it solves."""
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
+from terminalworld.tasks.layout import solution_patch
 
 SUBMIT = f"THOUGHT: done.\n\n```bash\necho {SUBMIT_SENTINEL}\n```"
 HELLO_TEST = """#!/bin/bash
@@ -66,8 +66,7 @@ def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
 
 def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp_path):
     tasks = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))
-    solve = (task_folder / tasks[0] / "solution" / "solve.sh").read_text()
-    patch = re.search(r"<<'TERMINALWORLD_PATCH'\n(.*)TERMINALWORLD_PATCH", solve, re.S).group(1)
+    patch = solution_patch(task_folder / tasks[0])
     fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{patch}EOF\n```"
     script = {
         tasks[0]: [fix, SUBMIT],

@@ -17,7 +17,6 @@ import gzip
 import hashlib
 import json
 import random
-import re
 import shutil
 import subprocess
 import tempfile
@@ -112,13 +111,11 @@ def plan(task: Path, rng: random.Random) -> list[Step]:
 
 def _fixed(task: Path, path: str) -> str:
     """The file as the task's reference solution leaves it (its patch applied to a scratch copy)."""
-    patch = re.search(
-        r"<<'TERMINALWORLD_PATCH'\n(.*)TERMINALWORLD_PATCH", (task / "solution" / "solve.sh").read_text(), re.S
-    )
+    patch = layout.solution_patch(task)
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copytree(task / layout.REPO_DIR, f"{tmp}/repo", symlinks=True)
         subprocess.run(
-            ["git", "apply", "-"], input=patch.group(1), text=True, cwd=f"{tmp}/repo", check=True, capture_output=True
+            ["git", "apply", "-"], input=patch, text=True, cwd=f"{tmp}/repo", check=True, capture_output=True
         )
         return Path(f"{tmp}/repo/{path}").read_text()
 

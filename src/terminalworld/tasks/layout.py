@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -42,6 +43,14 @@ cd /testbed
 git apply - <<'TERMINALWORLD_PATCH'
 {patch}TERMINALWORLD_PATCH
 """
+
+PATCH_BLOCK = re.compile(r"<<'TERMINALWORLD_PATCH'\n(.*)TERMINALWORLD_PATCH", re.S)
+
+
+def solution_patch(task_dir: Path) -> str:
+    """The reference fix of a generated task: the patch inside its `solution/solve.sh`."""
+    return PATCH_BLOCK.search((task_dir / "solution" / "solve.sh").read_text()).group(1)
+
 
 DOCKERFILE = """FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends git && rm -rf /var/lib/apt/lists/*

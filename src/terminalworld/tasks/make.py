@@ -45,7 +45,6 @@ from terminalworld.tasks.bugs import Bug, has_candidates, inject
 MIN_CALLS = 3  # a function needs this many stable calls before a bug in it can be tested
 MAX_FAIL_TO_PASS = 5
 MAX_PASS_TO_PASS = 5
-_PY = "python3"
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ def _discover(sandbox: Sandbox, probe: Path, module: str, functions: list[str]) 
     (probe / "spec.json").write_text(json.dumps({"module": module, "functions": functions}))
     runs = []
     for hash_seed in (1, 2):
-        result = sandbox.run(f"PYTHONHASHSEED={hash_seed} {_PY} /probe/check.py --discover /probe/spec.json")
+        result = sandbox.run(f"PYTHONHASHSEED={hash_seed} python3 /probe/check.py --discover /probe/spec.json")
         try:
             runs.append(json.loads(result.output.strip().splitlines()[-1]) if not result.limits else {})
         except (json.JSONDecodeError, IndexError):
@@ -103,7 +102,7 @@ def _discover(sandbox: Sandbox, probe: Path, module: str, functions: list[str]) 
 def _outcomes(sandbox: Sandbox, probe: Path, cases: list[dict[str, Any]]) -> dict[str, dict] | None:
     """Each case's result line from `check.py` in the sandbox, by id; None if the run failed."""
     (probe / "cases.json").write_text(json.dumps(cases))
-    result = sandbox.run(f"PYTHONHASHSEED=3 {_PY} /probe/check.py /probe/cases.json")
+    result = sandbox.run("PYTHONHASHSEED=3 python3 /probe/check.py /probe/cases.json")
     rows = {}
     for line in result.output.splitlines():
         try:
