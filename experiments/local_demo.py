@@ -73,6 +73,7 @@ class DemoGraph:
     subsets: Subsets
     heldout: HeldoutSet
     models: dict[str, Checkpoint]
+    train_tasks: TaskSet
     agent_tasks: TaskSet
     report: Report
 
@@ -154,7 +155,15 @@ def build(d: Demo = Demo()) -> DemoGraph:
     report = reports.report(
         scores=scores, base="base", reference="full" if "full" in d.arms else None, grades=grades, version=v
     )
-    return DemoGraph(corpus=recorded, subsets=subsets, heldout=heldout, models=models, agent_tasks=tasks, report=report)
+    return DemoGraph(
+        corpus=recorded,
+        subsets=subsets,
+        heldout=heldout,
+        models=models,
+        train_tasks=train_tasks,
+        agent_tasks=tasks,
+        report=report,
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A reduced local demo, end to end through Marin's step runner: tasks, record (with solving
 episodes), subsets, held-out, three arms, base pretraining, Levanter SFT, HF export, scoring, agent
-grades with Harbor on tasks from unseen repos, comparison."""
+grades with Harbor on tasks from unseen repos, comparison, and ECHO's three arms on top."""
 
 import gzip
 import json
@@ -70,6 +70,17 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
     )
     solving = _rows(Path(graph.corpus.path(), "solving.jsonl.gz"))
     assert len(solving) == 2 and all(r["reward"] == 1.0 and r["task_kind"] == "solve" for r in solving)
+    # ECHO's miniature on the demo: three arms from the full arm's export, one step each.
+    echo = load_experiment("echo_local")
+    echo_report = echo.build(echo.EchoLocal(demo=cfg, steps=1, prompts_per_step=1, samples_per_prompt=2))
+    run([echo_report])
+    table = json.loads(Path(echo_report.path(), "echo_report.json").read_text())
+    assert list(table["arms"]) == ["grpo", "echo", "env-only"] and table["heldout_trajectories"] == 4
+    assert all(a["rollouts"] == 2 and len(a["reward_per_step"]) == 1 for a in table["arms"].values())
+    grpo = table["arms"]["grpo"]
+    if grpo["zero_variance_groups_per_step"] == [1.0]:  # no GRPO signal: its weights cannot move
+        assert grpo["env_ce_change"]["mean"] == 0.0
+    assert {d["field"] for d in table["departures_from_paper"]} >= {"steps", "learning_rate"}
     # A second run reuses every finished step.
     ckpt = os.path.join(graph.models["assistant"].path(), "hf", "config.json")
     before = os.path.getmtime(ckpt)

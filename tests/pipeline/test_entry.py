@@ -36,8 +36,13 @@ def test_resources_travel_with_the_step_and_stay_out_of_its_identity():
     local = step("tw-test/r", fine_fn, version="2026.01.01")
     tpu = step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_tpu("v5p-8"))
     cpu = step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_cpu())
-    assert [describe_resources(h) for h in (local, tpu, cpu)] == ["local process", "tpu v5p-8", "cpu"]
-    assert local.fingerprint() == tpu.fingerprint() == cpu.fingerprint()
+    gpus = [
+        step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_gpu("H100", count=n))
+        for n in (1, 8)
+    ]
+    described = [describe_resources(h) for h in (local, tpu, cpu, *gpus)]
+    assert described == ["local process", "tpu v5p-8", "cpu", "gpu H100", "gpu H100 x8"]
+    assert local.fingerprint() == tpu.fingerprint() == cpu.fingerprint() == gpus[1].fingerprint()
 
 
 def test_a_failing_step_prints_one_line_and_keeps_its_traceback_in_the_log(monkeypatch, tmp_path, capfd):

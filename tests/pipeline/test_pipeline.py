@@ -52,3 +52,18 @@ def test_phase0_swebench_plan_pins_the_slice_outputs_and_secret_and_starts_nothi
     ids = [line for line in (REPO_ROOT / "experiments" / "swebench_verified_100.txt").read_text().splitlines()]
     ids = [i for i in ids if i and not i.startswith("#")]
     assert len(ids) == len(set(ids)) == 100 and all("__" in i and i.rsplit("-", 1)[1].isdigit() for i in ids)
+
+
+def test_echo_grpo_plan_pins_the_papers_recipe_and_starts_nothing(tmp_path):
+    r = _plan("experiments/echo_grpo.py", HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    for arm in ("grpo", "echo", "env-only"):
+        assert f"output:    gs://marin-us-east5/checkpoints/terminalworld/rl/{arm}-full-1M/2026.12.03" in out
+    assert out.count("resources: gpu H100 x8") == 3
+    assert out.count('"lam": 0.05') == 2 and out.count('"lam": 0.0,') == 1 and '"env_only": true' in out
+    for value in ('"n_samples_per_prompt": 16', '"train_batch_size": 16', '"learning_rate": 1e-06', '"clip": 0.2'):
+        assert out.count(value) == 3, value
+    assert out.count('"temperature": 0.8') == 3 and out.count('"strategy": "megatron"') == 3
+    assert '"per_repo": 8' in out and "checkpoints/terminalworld/full-1M@2026.11.03" in out
+    assert not any(tmp_path.iterdir())

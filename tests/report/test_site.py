@@ -305,4 +305,7 @@ def test_docs_site_experiment_wires_the_demo_report():
     from tests.conftest import load_experiment
 
     site = load_experiment("docs_site").site
-    assert [d.name for d in site.step.deps] == ["terminalworld/reports/world-model-probe"]
+    assert [d.name for d in site.step.deps] == [
+        "terminalworld/reports/world-model-probe",
+        "terminalworld/reports/echo-miniature",
+    ]

@@ -14,18 +14,29 @@ from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, joi
 SECRETS = ("DAYTONA_API_KEY",)  # Harbor's Daytona environment
 
 
-def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None) -> None:
-    """Generate and validate `n` tasks into `out`, from repos outside `exclude_from`."""
+def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None, per_repo: int = 1) -> None:
+    """Generate and validate `n` tasks into `out` (at most `per_repo` from one repository), from repos
+    outside `exclude_from`."""
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
     exclude = [joined(exclude_from)] if exclude_from else []
-    make_tasks(MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude))
+    make_tasks(MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude, per_repo=per_repo))
 
 
 def task_suite(
-    *, purpose: str, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str
+    *,
+    purpose: str,
+    n: int,
+    seed: int,
+    unseen_in: Subsets | None = None,
+    size: int = 0,
+    per_repo: int = 1,
+    version: str,
 ) -> TaskSet:
-    """`n` generated tasks; with `unseen_in`, only from repos absent from its subset of `size`."""
+    """`n` generated tasks, at most `per_repo` from one repository; with `unseen_in`, only from repos
+    absent from its subset of `size`."""
+    # per_repo is an input only when it is not 1, so suites made before it existed keep their identity.
+    more = {"per_repo": per_repo} if per_repo != 1 else {}
     return TaskSet(
         step(
             artifacts.tasks(purpose),
@@ -34,6 +45,7 @@ def task_suite(
             n=n,
             seed=seed,
             exclude_from=unseen_in.subset(size) if unseen_in else None,
+            **more,
         )
     )
 

@@ -15,6 +15,7 @@ CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
+ECHO_REPORT = "terminalworld/reports/echo-miniature"  # ECHO's three arms side by side
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
 
@@ -26,6 +27,7 @@ PACKED_ROWS = "packed"  # folder of packed Levanter rows (packed-00000.jsonl.gz,
 TRAINING_TOKENIZER = "training-tokenizer"  # the tokenizer whose eos is the document separator
 STATS = "stats.json"
 AGENT_SUMMARY = "summary.json"  # an agent grade's pass@1, pass@k and counts
+ECHO_ARM = "arm.json"  # one ECHO arm's steps and held-out cross-entropies
 HF_EXPORT = "hf"  # a checkpoint artifact's final HF export (tokenizer and chat template included)
 
 
@@ -73,6 +75,16 @@ def tasks(purpose: str) -> str:
 def agent_grade(benchmark: str, model: str) -> str:
     """One model's agent grade on one benchmark (Harbor's job, trial rows and summaries)."""
     return f"agent-eval/{benchmark}/{model}"
+
+
+def echo_arm(arm: str) -> str:
+    """One arm of ECHO's on-policy miniature (grpo, echo or env-only)."""
+    return f"terminalworld/echo/{arm}"
+
+
+def echo_rl(name: str) -> str:
+    """An RL run with ECHO's objective (SkyRL checkpoints, exports and the resolved config)."""
+    return f"checkpoints/terminalworld/rl/{name}"
 
 
 def scale_name(size: int) -> str:

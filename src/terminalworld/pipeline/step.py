@@ -74,7 +74,9 @@ def describe_resources(handle: Any) -> str:
     device = getattr(handle.run.resources, "device", None)
     kind = type(device).__name__.replace("Config", "").lower()
     variant = getattr(device, "variant", None)
-    return f"{kind} {variant}" if variant and variant != kind else kind
+    text = f"{kind} {variant}" if variant and variant != kind else kind
+    count = getattr(device, "count", 1) if kind == "gpu" else 1  # a TPU's variant names its size
+    return f"{text} x{count}" if count > 1 else text
 
 
 def is_cluster_sized(handle: Any) -> bool:
@@ -171,6 +173,25 @@ class AgentGrade(Built):
         from terminalworld.pipeline.artifacts import AGENT_SUMMARY
 
         return inside(self, AGENT_SUMMARY)
+
+
+@dataclass(frozen=True)
+class EchoArm(Built):
+    """One arm of ECHO's miniature: `arm.json` (its recipe, steps and held-out cross-entropies)."""
+
+    arm: str
+
+    @property
+    def file(self) -> list:
+        """Step input naming `arm.json`."""
+        from terminalworld.pipeline.artifacts import ECHO_ARM
+
+        return inside(self, ECHO_ARM)
+
+
+@dataclass(frozen=True)
+class RlRun(Built):
+    """An RL run through SkyRL: its resolved config, checkpoints and HF exports (`exports/`)."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What the docs site is built from: report artifacts as read, generated pages being written, and
 one renderer per report type (`REPORT_TYPES`): the world-model probe's page, with the agent grade
-beside it when the report has one."""
+beside it when the report has one, and ECHO's miniature."""
 
 from __future__ import annotations
 
@@ -183,3 +183,18 @@ def agent_section(page: Page, agent: dict[str, Any]) -> None:
 
 PROBE = ReportType(artifacts.REPORT, "world-model-probe", "World-model probe: results", probe_page)
 REPORT_TYPES[PROBE.artifact] = PROBE
+
+
+def echo_page(report: Artifact, page: Page, assets: str) -> None:
+    """ECHO's miniature: the report's own Markdown (`echo_report.echo_markdown` of
+    `echo_report.json`, its title left out) and its plots."""
+    from terminalworld.report.echo import PLOTS, REPORT_FILE, echo_markdown
+
+    t = read_json_at(report.path, REPORT_FILE)
+    page.add(*echo_markdown(t).split("\n")[2:])
+    for name in t.get("plots", []):
+        page.image(posixpath.join(report.path, name), f"{assets}/{name}", PLOTS.get(name, name))
+
+
+ECHO = ReportType(artifacts.ECHO_REPORT, "echo", "ECHO: results", echo_page)
+REPORT_TYPES[ECHO.artifact] = ECHO

@@ -1,12 +1,12 @@
-"""The report stage as Marin steps: the world-model probe's comparison of scored models, and the docs
-site built from report artifacts."""
+"""The report stage as Marin steps: the world-model probe's comparison of scored models, ECHO's
+miniature report, and the docs site built from report artifacts."""
 
 from __future__ import annotations
 
 import os
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, Report, Scores, Site, inside, joined, step
+from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, Site, inside, joined, step
 
 
 def report_fn(
@@ -50,6 +50,19 @@ def report(
             grades={g.model_name: g.summary for g in grades},
         )
     )
+
+
+def echo_report_fn(*, arms: dict[str, list], out: str) -> None:
+    """`echo_report.json`, `echo_report.md` and the plots from the arms' `arm.json` files."""
+    from terminalworld.report.echo import write_echo_report
+
+    table = write_echo_report({arm: joined(path) for arm, path in arms.items()}, out)
+    print("\n".join(table["notes"]))
+
+
+def echo_report(*, arms: list[EchoArm], version: str) -> Report:
+    """ECHO's miniature: the GRPO, ECHO and env-only arms side by side."""
+    return Report(step(artifacts.ECHO_REPORT, echo_report_fn, version=version, arms={a.arm: a.file for a in arms}))
 
 
 def site_fn(

@@ -106,3 +106,18 @@ class Rollout:
         """Append the observation message and the next generation prompt; O′ and |O| from its content."""
         delta, content = self._delta(Message("user", output, "observation"), prompt=True)
         self._append(delta, env=_outside(content, harness_spans(output)), content=content)
+
+
+def replayed(renderer: Renderer, messages: list[Message]) -> Rollout:
+    """A finished conversation (system, task, then actions and observations) as a rollout, each
+    action's tokens being its text's tokenization: the teacher-forced view of held-out trajectories."""
+    if [m.kind for m in messages[:2]] != ["system", "task"]:
+        raise RenderError("a replayed conversation starts with its system and task messages")
+    rollout = Rollout(renderer)
+    rollout.start(messages[0].content, messages[1].content)
+    for m in messages[2:]:
+        if m.kind == "action":
+            rollout.act(renderer.tokenizer(m.content, add_special_tokens=False)["input_ids"])
+        else:
+            rollout.observe(m.content)
+    return rollout

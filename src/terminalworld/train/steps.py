@@ -1,5 +1,5 @@
-"""The training stage as Marin steps: one arm of rows rendered and packed for Levanter, and an SFT
-checkpoint trained on it with its final HF export."""
+"""The training stage as Marin steps: one arm of rows rendered and packed for Levanter, an SFT
+checkpoint trained on it with its final HF export, and one arm of ECHO's on-policy miniature."""
 
 from __future__ import annotations
 
@@ -9,7 +9,21 @@ from dataclasses import asdict
 from typing import Any
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Checkpoint, Model, Subsets, Tokenized, joined, model_input, step
+from terminalworld.pipeline.step import (
+    Checkpoint,
+    EchoArm,
+    HeldoutSet,
+    Model,
+    RlRun,
+    Subsets,
+    TaskSet,
+    Tokenized,
+    joined,
+    model_input,
+    step,
+)
+from terminalworld.train.echo_run import EchoRecipe
+from terminalworld.train.echo_skyrl import EchoGrpoRecipe
 from terminalworld.train.sft import SftRecipe
 
 
@@ -142,5 +156,72 @@ def checkpoint(
             tokenized=tokenized.step,
             recipe=asdict(recipe),
             init_from=model_input(init_from),
+        )
+    )
+
+
+def echo_arm_fn(*, policy: str | list, tasks: str, heldout: list, out: str, recipe: dict[str, Any]) -> None:
+    """One ECHO arm from `policy` on the task folder `tasks`, measured on the held-out rows."""
+    from terminalworld.train.echo_run import run_arm
+
+    run_arm(policy=joined(policy), tasks=tasks, heldout=joined(heldout), out=out, recipe=EchoRecipe(**recipe))
+
+
+def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: EchoRecipe, version: str) -> EchoArm:
+    """RL of `policy` on `tasks` under one arm's loss (`recipe.arm`), every command in the sandbox."""
+    return EchoArm(
+        step(
+            artifacts.echo_arm(recipe.arm),
+            echo_arm_fn,
+            version=version,
+            policy=model_input(policy),
+            tasks=tasks.step,
+            heldout=heldout.rows,
+            recipe=asdict(recipe),
+        ),
+        arm=recipe.arm,
+    )
+
+
+def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: dict[str, Any]) -> None:
+    """ECHO's GRPO with SkyRL in its own environment on this step's GPUs: the tasks are copied to the
+    node (every command runs in the node's sandbox), checkpoints and exports go to `out`, and a
+    rerun resumes from the newest checkpoint there."""
+    import json
+    import subprocess
+    import tempfile
+
+    from fsspec.core import url_to_fs
+
+    from terminalworld.core.records import write_json
+    from terminalworld.train.echo_skyrl import skyrl_command, skyrl_config, train_rows
+
+    r = EchoGrpoRecipe(**recipe)
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with tempfile.TemporaryDirectory(prefix="tw-echo-grpo-") as tmp:
+        fs, path = url_to_fs(tasks)
+        fs.get(path.rstrip("/") + "/", f"{tmp}/tasks/", recursive=True)
+        with open(f"{tmp}/train.jsonl", "w") as f:
+            f.writelines(json.dumps(row) + "\n" for row in train_rows(f"{tmp}/tasks"))
+        config = skyrl_config(r, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out)
+        write_json(os.path.join(out, "skyrl_config.json"), config)
+        write_json(f"{tmp}/config.json", config)
+        env = dict(os.environ, PYTHONPATH=src)
+        subprocess.run(skyrl_command(strategy=r.strategy, config_file=f"{tmp}/config.json"), env=env, check=True)
+
+
+def echo_grpo(
+    *, policy: Model, tasks: TaskSet, recipe: EchoGrpoRecipe, name: str, resources=None, version: str
+) -> RlRun:
+    """RL of `policy` on `tasks` with ECHO's objective (λ = 0 is plain GRPO) through SkyRL."""
+    return RlRun(
+        step(
+            artifacts.echo_rl(name),
+            echo_grpo_fn,
+            version=version,
+            resources=resources,
+            policy=model_input(policy),
+            tasks=tasks.step,
+            recipe=asdict(recipe),
         )
     )
