@@ -1,9 +1,9 @@
 """ECHO's one-forward claim: an ECHO step costs at most a few percent more than a GRPO step on the
 same rollouts.
 
-    uv run python benchmarks/echo.py [--model smollm2] [--rounds 5] [--out benchmarks/results/echo.json]
+    uv run python benchmarks/echo.py [--model smollm2] [--rounds 3] [--out benchmarks/results/echo.json]
 
-The rollouts are real: the first three turns of each SWE-ZERO fixture trajectory, replayed as
+The rollouts are real: the first two turns of each SWE-ZERO fixture trajectory, replayed as
 token-in-token-out rollouts with their O′ masks (`rollout.replayed`), with rewards 1, 0, 1 in one
 GRPO group. Each round times, on the same batch and the same weights (SGD at LR 0, so nothing
 drifts), in turn:
@@ -42,7 +42,7 @@ def batch(tokenizer_name: str):
     from terminalworld.train.rollout import replayed
 
     renderer = Renderer(load_tokenizer(tokenizer_name))
-    windows = [dataclasses.replace(t, turns=t.turns[:3]) for t in load_trajectories(str(FIXTURE))]
+    windows = [dataclasses.replace(t, turns=t.turns[:2]) for t in load_trajectories(str(FIXTURE))]
     return [replayed(renderer, agent_messages(w)) for w in windows]
 
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="smollm2")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", default=str(HERE / "results" / "echo.json"))
     p.add_argument("--smoke", action="store_true")
     a = p.parse_args(argv)

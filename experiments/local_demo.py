@@ -10,8 +10,9 @@ repos unseen in either; pretrain a tiny Qwen3 "base" as a plain language model (
 trained), so that, like Qwen3-1.7B-Base, it starts with some knowledge of terminal output;
 fine-tune it under each loss-mask arm; export to HF; score the base and the arms on the held-out
 rows; generate bug-fix tasks from repos unseen in training and grade every model as an agent on
-them with Harbor, every command in the sandbox; compare both grades. Writes report.json /
-report.md / plots under the report artifact.
+them with Harbor, every command in the sandbox; grade every model as a simulator (free-running on
+the held-out rows and on probes with known answers, one in the closed loop with a real shadow
+sandbox); compare the grades. Writes report.json / report.md / plots under the report artifact.
 """
 
 import os
@@ -23,6 +24,7 @@ from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.step import Checkpoint, Corpus, HeldoutSet, Report, Subsets, TaskSet
 from terminalworld.report import steps as reports
+from terminalworld.sim import steps as sim
 from terminalworld.train import steps as train
 from terminalworld.train.sft import SftRecipe
 
@@ -63,6 +65,10 @@ class Demo:
     agent_tasks: int = 4  # generated bug-fix tasks, all from repos unseen in training
     # Short episodes: the tiny models' replies rarely follow the format, and the context is theirs.
     harness: dict = field(default_factory=lambda: {"max_turns": 4, "context_tokens": 2048, "max_tokens_per_turn": 128})
+    probes: int = 20  # tier-2 probes (two per family), from repos unseen in training
+    # Simulated outputs are capped at 128 tokens: these models loop long before that.
+    sim: dict = field(default_factory=lambda: {"max_new_tokens": 128})
+    loop_arm: str = "full"  # the simulator of the closed loop (tier 3), on the held-out tasks
 
 
 @dataclass(frozen=True)
@@ -152,8 +158,20 @@ def build(d: Demo = Demo()) -> DemoGraph:
         agent.local_grade(model=m, model_name=name, tasks=tasks, harness=d.harness, version=v)
         for name, m in models.items()
     ]
+    probes = sim.probe_set(n=d.probes, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v)
+    sims = [
+        sim.sim_grade(model=m, model_name=name, decoding=d.sim, version=v, **source)
+        for name, m in models.items()
+        for source in ({"heldout": heldout}, {"probes": probes})
+    ]
+    sims.append(sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=d.sim, version=v))
     report = reports.report(
-        scores=scores, base="base", reference="full" if "full" in d.arms else None, grades=grades, version=v
+        scores=scores,
+        base="base",
+        reference="full" if "full" in d.arms else None,
+        grades=grades,
+        sims=sims,
+        version=v,
     )
     return DemoGraph(
         corpus=recorded,

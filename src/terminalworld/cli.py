@@ -52,6 +52,8 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.eval.scoring import ScoreConfig, score
     from terminalworld.report.probe import CompareConfig, compare_main
     from terminalworld.report.site import DocsBuildConfig, build_docs
+    from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
+    from terminalworld.sim.probes import ProbesConfig, make_probes
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
     return [
@@ -61,6 +63,13 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
         (("render",), "tokenize trajectories with one loss-mask arm", RenderConfig, render_file),
         (("show-mask",), "print a trajectory with each arm's trained tokens highlighted", ShowMaskConfig, show_mask),
         (("score",), "env-token PPL of a model on held-out rows (resumable)", ScoreConfig, score),
+        (
+            ("probes", "make"),
+            "tier-2 probe sets: real session prefixes, true outputs from the sandbox",
+            ProbesConfig,
+            make_probes,
+        ),
+        (("sim-eval",), "free-running fidelity of a simulator on held-out rows or probes", SimEvalConfig, sim_eval),
         (("compare",), "the probe table, plots and metrics.json from scorer outputs", CompareConfig, compare_main),
         (("sandbox", "exec"), "run one command in the sandbox; print what an agent would see", ExecConfig, exec_main),
         (("tasks", "make"), "SWE-style bug-fix tasks in Harbor's format, validated", MakeTasksConfig, make_tasks),

@@ -39,6 +39,8 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
         solve_tasks=2,
         agent_tasks=2,
         harness={"max_turns": 2, "context_tokens": 2048, "max_tokens_per_turn": 32},
+        probes=10,
+        sim={"max_new_tokens": 16},
     )
     graph = demo.build(cfg)
     run([graph.report])
@@ -68,6 +70,13 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
     assert report["agent"]["tasks"] == 2 and all(
         a["scored_trials"] == 2 and a["pass_at_1"] >= 0 for a in report["arms"]
     )
+    # Every model is graded as a simulator on the held-out rows and the probes, one in the closed loop.
+    assert all(0 <= a["similarity"] <= 1 and 0 <= a["degenerate_rate"] <= 1 for a in report["arms"])
+    assert report["sim"]["tiers"] == {a: [1, 2] for a in ("base", "assistant", "user")} | {"full": [1, 2, 3]}
+    metrics = json.loads(Path(out, "metrics.json").read_text())
+    assert metrics["sim"]["checkpoints"]["full"]["tier3"]["episodes"] == 2
+    assert set(metrics["sim"]["checkpoints"]["base"]["tier2"]["by_family"]) >= {"ls", "git_diff", "traceback"}
+    assert os.path.exists(os.path.join(out, "sim_similarity_by_family.png"))
     solving = _rows(Path(graph.corpus.path(), "solving.jsonl.gz"))
     assert len(solving) == 2 and all(r["reward"] == 1.0 and r["task_kind"] == "solve" for r in solving)
     # ECHO's miniature on the demo: three arms from the full arm's export, one step each.

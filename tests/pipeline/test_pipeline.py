@@ -67,3 +67,18 @@ def test_echo_grpo_plan_pins_the_papers_recipe_and_starts_nothing(tmp_path):
     assert out.count('"temperature": 0.8') == 3 and out.count('"strategy": "megatron"') == 3
     assert '"per_repo": 8' in out and "checkpoints/terminalworld/full-1M@2026.11.03" in out
     assert not any(tmp_path.iterdir())
+
+
+def test_phase05_plan_grades_every_simulator_at_three_tiers_on_gpu_and_starts_nothing(tmp_path):
+    r = _plan("experiments/phase05_closed_loop.py", HOME=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    models = ["base"] + [f"{arm}-{scale}" for arm in ("full", "user") for scale in ("10K", "100K", "1M")]
+    for model in models:
+        for tier in (1, 2, 3):
+            assert f"output:    gs://marin-us-east5/sim-eval/tier{tier}/{model}/2026.12.03" in out
+    assert out.count("resources: gpu H100") == 21 and out.count('"backend": "vllm"') == 21
+    assert "terminalworld/probes@2026.12.03" in out and '"n": 500' in out
+    assert "terminalworld/tasks/closed-loop@2026.12.03" in out and "assistant-" not in out.split("sim-eval")[1]
+    assert '"chat_template_from": ["gs://marin-us-east5/checkpoints/terminalworld/full-10K/2026.11.03", "hf"]' in out
+    assert not any(tmp_path.iterdir())

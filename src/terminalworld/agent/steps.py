@@ -3,13 +3,11 @@ served with vLLM and graded by Harbor on a pinned benchmark in production."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 
 from terminalworld.agent.benchmarks import Benchmark
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, joined, model_input, step
+from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, joined, local_copy, model_input, step
 
 SECRETS = ("DAYTONA_API_KEY",)  # Harbor's Daytona environment
 
@@ -76,22 +74,6 @@ def local_grade(
     )
 
 
-@contextlib.contextmanager
-def _local(out: str):
-    """A local folder standing for `out` (gs:// in production): what a preempted run left there is
-    brought back first, so Harbor resumes it, and everything is put back at the end."""
-    from fsspec.core import url_to_fs
-
-    fs, path = url_to_fs(out)
-    with tempfile.TemporaryDirectory(prefix="tw-agent-grade-") as tmp:
-        if fs.exists(path):
-            fs.get(path.rstrip("/") + "/", tmp + "/", recursive=True)
-        try:
-            yield tmp
-        finally:
-            fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)
-
-
 def harbor_grade_fn(
     *,
     model: str | list,
@@ -110,7 +92,7 @@ def harbor_grade_fn(
 
     if missing := [name for name in secrets if not os.environ.get(name)]:
         raise InputError(f"the agent grade needs the secrets {', '.join(missing)} in its environment")
-    with _local(out) as local:
+    with local_copy(out) as local:
         tasks = benchmark.tasks(os.path.join(local, "dataset"))
         with vllm_server(model=joined(model), served_model=model_name, max_model_len=harness["context_tokens"]) as url:
             cfg = AgentEvalConfig(

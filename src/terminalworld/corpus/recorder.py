@@ -31,7 +31,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL,
 from terminalworld.corpus.actions import FORMAT, Step, action_message, workspace_root
 from terminalworld.corpus.solver import record_solving_shard
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, normalize_times
-from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
+from terminalworld.env.sandbox import CommandResult, Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
 
@@ -278,6 +278,23 @@ class Policy:
         return steps
 
 
+def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: SandboxConfig) -> list[CommandResult]:
+    """Run `commands` in order in one sandbox over a fresh copy of `tree` (removed afterwards), file
+    times pinned after each so that listings do not depend on when they ran."""
+    work = tempfile.mkdtemp(prefix="tw-rec-", dir=workspace_root())
+    os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
+    try:
+        repo_dir = materialize(tree, Path(work) / "repo")
+        sandbox = Sandbox(str(repo_dir), sandbox_config)
+        results = []
+        for command in commands:
+            results.append(sandbox.run(command))
+            normalize_times(repo_dir)
+        return results
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def record_one(
     tree: CodeTree, index: TreeIndex, seed: int, i: int, min_turns: int, max_turns: int, sandbox_config: SandboxConfig
 ) -> Trajectory:
@@ -285,18 +302,9 @@ def record_one(
     sandbox over a fresh copy of the tree (removed afterwards)."""
     rng = random.Random(f"{seed}:{i}:{tree.repo}")
     policy = Policy(index, rng, min_turns, max_turns)
-    work = tempfile.mkdtemp(prefix="tw-rec-", dir=workspace_root())
-    os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
-    try:
-        repo_dir = materialize(tree, Path(work) / "repo")
-        sandbox = Sandbox(str(repo_dir), sandbox_config)
-        turns = []
-        for step in policy.plan():
-            result = sandbox.run(step.command)
-            normalize_times(repo_dir)
-            turns.append(Turn(action_message(step), OBSERVATION_PREFIX + result.output))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    steps = list(policy.plan())
+    results = run_on_fresh_copy(tree, [step.command for step in steps], sandbox_config)
+    turns = [Turn(action_message(s), OBSERVATION_PREFIX + r.output) for s, r in zip(steps, results, strict=True)]
     return Trajectory(
         instance_id=f"{tree.repo.split('/', 1)[1]}-{i}",
         repo=tree.repo,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -177,7 +177,7 @@ class ScoreConfig:
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
 
-def _done_rows(path: str) -> dict[str, dict[str, Any]]:
+def done_rows(path: str) -> dict[str, dict[str, Any]]:
     """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
     done: dict[str, dict[str, Any]] = {}
     for p in (path, path + ".partial"):
@@ -288,19 +288,37 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
         scorer = VLLMScorer(path, cfg.dtype)
     else:
         scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
-    done = _done_rows(cfg.out)
-    os.makedirs(os.path.dirname(os.path.abspath(cfg.out)), exist_ok=True)
-    with open(cfg.out + ".partial", "a", encoding="utf-8") as partial:
-        for out in score_rows(cfg, scorer, renderer, rows, done):
-            partial.write(dumps_row(out))
+    name = cfg.model_name or os.path.basename(cfg.model_path.rstrip("/"))
+    return resumable_rows(
+        cfg.out,
+        [r["instance_id"] for r in rows],
+        lambda done: score_rows(cfg, scorer, renderer, rows, done),
+        lambda results: summarize(results, cfg, name),
+    )
+
+
+def resumable_rows(
+    out: str,
+    ids: list[str],
+    produce: Callable[[dict[str, dict[str, Any]]], Iterator[dict[str, Any]]],
+    summary: Callable[[list[dict[str, Any]]], dict[str, Any]],
+) -> dict[str, Any]:
+    """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
+    appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
+    and the `summary` of them last. Returns the summary."""
+    done = done_rows(out)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".partial", "a", encoding="utf-8") as partial:
+        for row in produce(done):
+            partial.write(dumps_row(row))
             partial.flush()
             os.fsync(partial.fileno())
-            done[out["instance_id"]] = out
-    results = [done[r["instance_id"]] for r in rows]
-    summary = summarize(results, cfg, cfg.model_name or os.path.basename(cfg.model_path.rstrip("/")))
-    with atomic_jsonl(cfg.out) as f:
-        for out in results:
-            f.write(dumps_row(out))
-        f.write(dumps_row(summary))
-    os.unlink(cfg.out + ".partial")
-    return summary
+            done[row["instance_id"]] = row
+    results = [done[i] for i in ids]
+    result = summary(results)
+    with atomic_jsonl(out) as f:
+        for row in results:
+            f.write(dumps_row(row))
+        f.write(dumps_row(result))
+    os.unlink(out + ".partial")
+    return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import HeldoutSet, Model, Scores, joined, model_input, step
+from terminalworld.pipeline.step import HeldoutSet, Model, Scores, joined, local_copy, model_input, step
 
 
 def score_fn(
@@ -22,17 +22,18 @@ def score_fn(
     """Env-token PPL of `model` on the held-out rows into `{out}/{file}`."""
     from terminalworld.eval.scoring import ScoreConfig, score
 
-    score(
-        ScoreConfig(
-            model_path=joined(model),
-            heldout=joined(heldout),
-            out=os.path.join(out, file),
-            mode=mode,
-            model_name=model_name,
-            chat_template_from=joined(chat_template_from) if chat_template_from else None,
-            device=device,
+    with local_copy(out) as local:  # the scores file resumes from what a preempted run put back
+        score(
+            ScoreConfig(
+                model_path=joined(model),
+                heldout=joined(heldout),
+                out=os.path.join(local, file),
+                mode=mode,
+                model_name=model_name,
+                chat_template_from=joined(chat_template_from) if chat_template_from else None,
+                device=device,
+            )
         )
-    )
 
 
 def scores(

@@ -15,7 +15,8 @@ CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
-ECHO_REPORT = "terminalworld/reports/echo-miniature"  # ECHO's three arms side by side
+ECHO_REPORT = "terminalworld/reports/echo-miniature"
+PROBES = "terminalworld/probes"  # tier-2 probe set: real session prefixes, true outputs from the sandbox  # ECHO's three arms side by side
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
 
@@ -28,7 +29,9 @@ TRAINING_TOKENIZER = "training-tokenizer"  # the tokenizer whose eos is the docu
 STATS = "stats.json"
 AGENT_SUMMARY = "summary.json"  # an agent grade's pass@1, pass@k and counts
 ECHO_ARM = "arm.json"  # one ECHO arm's steps and held-out cross-entropies
-HF_EXPORT = "hf"  # a checkpoint artifact's final HF export (tokenizer and chat template included)
+HF_EXPORT = "hf"
+PROBES_FILE = "probes.jsonl"  # a probe set's rows (the held-out schema plus `family`)
+SIM_ROWS = "sim_eval.jsonl"  # a simulator grade's rows, its summary last  # a checkpoint artifact's final HF export (tokenizer and chat template included)
 
 
 def heldout(n: int) -> str:
@@ -75,6 +78,11 @@ def tasks(purpose: str) -> str:
 def agent_grade(benchmark: str, model: str) -> str:
     """One model's agent grade on one benchmark (Harbor's job, trial rows and summaries)."""
     return f"agent-eval/{benchmark}/{model}"
+
+
+def sim_grade(tier: int, model: str) -> str:
+    """One checkpoint's simulator grade at one tier (1 held-out rows, 2 probes, 3 closed loop)."""
+    return f"sim-eval/tier{tier}/{model}"
 
 
 def echo_arm(arm: str) -> str:

@@ -12,8 +12,10 @@ path]` (see `inside`); Marin resolves the step to its folder and `joined` gives 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import tempfile
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -51,6 +53,23 @@ def _keeps_traceback(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise
 
     return run
+
+
+@contextlib.contextmanager
+def local_copy(out: str):
+    """A local folder standing for the output folder `out` (gs:// in production): what a preempted
+    run left there is brought back first, so the step resumes it, and everything is put back at the
+    end, failure or not."""
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(out)
+    with tempfile.TemporaryDirectory(prefix="tw-step-") as tmp:
+        if fs.exists(path):
+            fs.get(path.rstrip("/") + "/", tmp + "/", recursive=True)
+        try:
+            yield tmp
+        finally:
+            fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)
 
 
 def inside(artifact: Any, relpath: str) -> list:
@@ -173,6 +192,33 @@ class AgentGrade(Built):
         from terminalworld.pipeline.artifacts import AGENT_SUMMARY
 
         return inside(self, AGENT_SUMMARY)
+
+
+@dataclass(frozen=True)
+class ProbeSet(Built):
+    """A probe set: its rows and manifest."""
+
+    @property
+    def rows(self) -> list:
+        """Step input naming the probe rows."""
+        from terminalworld.pipeline.artifacts import PROBES_FILE
+
+        return inside(self, PROBES_FILE)
+
+
+@dataclass(frozen=True)
+class SimGrade(Built):
+    """One checkpoint's simulator grade at one tier: `sim_eval.jsonl`, its summary last."""
+
+    model_name: str
+    tier: int
+
+    @property
+    def file(self) -> list:
+        """Step input naming the rows file."""
+        from terminalworld.pipeline.artifacts import SIM_ROWS
+
+        return inside(self, SIM_ROWS)
 
 
 @dataclass(frozen=True)

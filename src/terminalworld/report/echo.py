@@ -18,6 +18,7 @@ import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import bootstrap_ci
+from terminalworld.report.figures import save_plot
 from terminalworld.train.echo_run import ARMS, EchoRecipe
 
 REPORT_FILE = "echo_report.json"
@@ -161,17 +162,6 @@ def echo_markdown(table: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _save(fig, out: str, name: str) -> str:
-    import matplotlib.pyplot as plt
-
-    path = os.path.join(out, name)
-    fig.tight_layout()
-    with atomic_output(path) as f:
-        fig.savefig(f, format="png", dpi=110)
-    plt.close(fig)
-    return path
-
-
 def echo_plots(table: dict[str, Any], out: str) -> list[str]:
     """The report's four plots, written into `out`."""
     import matplotlib
@@ -191,7 +181,7 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
         ax.set(xlabel="step", ylabel=label, ylim=(-0.05, 1.05), title=PLOTS[name])
         ax.title.set_fontsize(9)
         ax.legend(fontsize=8)
-        written.append(_save(fig, out, name))
+        written.append(save_plot(fig, out, name))
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     x = np.arange(len(arms))
     for k, (when, offset) in enumerate((("before", -0.18), ("after", 0.18))):
@@ -210,7 +200,7 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
     ax.set(ylabel="nats per O′ token", title=PLOTS["env_ce.png"])
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
-    written.append(_save(fig, out, "env_ce.png"))
+    written.append(save_plot(fig, out, "env_ce.png"))
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     bottom = np.zeros(len(arms))
     for phase in _PHASES:
@@ -221,7 +211,7 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
     ax.set(ylabel="seconds per step", title=PLOTS["step_seconds.png"])
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
-    written.append(_save(fig, out, "step_seconds.png"))
+    written.append(save_plot(fig, out, "step_seconds.png"))
     return written
 
 

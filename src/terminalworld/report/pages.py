@@ -107,6 +107,9 @@ _PLOTS = {
     "paired_vs_base.png": "Per-trajectory PPL against the base model's (below the diagonal: better than base)",
     "depth_curves.png": "Token-weighted env-token PPL by observation depth",
     "agent_vs_world_model.png": "pass@1 (with its standard error) against median env-token PPL",
+    "sim_similarity_by_family.png": "Free-running similarity to the real output by command family",
+    "sim_degeneration.png": "Share of generated outputs flagged degenerate (zlib rule), per checkpoint",
+    "sim_divergence.png": "The turn where each closed-loop episode first diverged from its real shadow",
 }
 
 
@@ -149,6 +152,10 @@ def probe_page(report: Artifact, page: Page, assets: str) -> None:
         page.table("|".join(["model", *labels]), rows)
     if agent := m.get("agent"):
         agent_section(page, agent)
+    if sim := m.get("sim"):
+        from terminalworld.report.simgrade import sim_markdown
+
+        page.add(*sim_markdown(sim).replace("## Simulator grade", "### Simulator grade").split("\n"))
     for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
         if name.endswith(".png"):
             page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))

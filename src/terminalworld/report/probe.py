@@ -13,7 +13,9 @@ from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
 from terminalworld.options import option
+from terminalworld.report.figures import save_plot
 from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
+from terminalworld.report.simgrade import read_sims, sim_markdown, sim_plots, sim_table
 
 
 def _f(x: float | None, nd: int = 2) -> str:
@@ -85,7 +87,7 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
     ax.set_xticks(range(1, len(results) + 1), [r.name for r in results], rotation=20)
     ax.set_ylabel("log10 per-trajectory PPL")
     ax.set_title("Per-trajectory env-token PPL")
-    written.append(_save(fig, out, "ppl_distribution.png"))
+    written.append(save_plot(fig, out, "ppl_distribution.png"))
 
     base = next(r for r in results if r.name == table["base"])
     others = [r for r in results if r is not base]
@@ -102,7 +104,7 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
         ax.set_ylabel("checkpoint PPL")
         ax.set_title("Paired per-trajectory PPL\n(below the diagonal: better than base)", fontsize=10)
         ax.legend(fontsize=8)
-        written.append(_save(fig, out, "paired_vs_base.png"))
+        written.append(save_plot(fig, out, "paired_vs_base.png"))
 
     if any("depths" in row for r in results for row in r.rows.values()):
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -118,27 +120,22 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
         ax.set_ylabel("token-weighted PPL")
         ax.set_title("Env-token PPL by depth")
         ax.legend(fontsize=8)
-        written.append(_save(fig, out, "depth_curves.png"))
+        written.append(save_plot(fig, out, "depth_curves.png"))
     return written
 
 
-def _save(fig, out: str, name: str) -> str:
-    import matplotlib.pyplot as plt
-
-    path = os.path.join(out, name)
-    fig.tight_layout()
-    with atomic_output(path) as f:
-        fig.savefig(f, format="png", dpi=110)
-    plt.close(fig)
-    return path
-
-
 def write_comparison(
-    paths: list[str], base: str, reference: str | None, out: str, grades: dict[str, dict[str, Any]] | None = None
+    paths: list[str],
+    base: str,
+    reference: str | None,
+    out: str,
+    grades: dict[str, dict[str, Any]] | None = None,
+    sims: dict[str, dict[int, dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """Write `metrics.json`, `report.md` and the plots into `out` (created if needed), and return the
     table with the plot paths under `plots`. With agent `grades` ({checkpoint: agent-eval summary}),
-    the table gains `agent` (the joint view) and report.md its tables. Raises `ResultsError` as
+    the table gains `agent` (the joint view) and report.md its tables; with simulator grades `sims`
+    ({checkpoint: {tier: sim-eval summary}}), `sim` and its tables. Raises `ResultsError` as
     `read_results` and `compare` do."""
     results = [read_results(p) for p in paths]
     table = compare(results, base, reference)
@@ -146,6 +143,9 @@ def write_comparison(
     if grades:
         table["agent"] = joint_table(table["checkpoints"], grades)
         text += "\n" + joint_markdown(table["agent"])
+    if sims:
+        table["sim"] = sim_table(sims)
+        text += "\n" + sim_markdown(table["sim"])
     os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "metrics.json"), table)
     with atomic_output(os.path.join(out, "report.md")) as f:
@@ -153,6 +153,8 @@ def write_comparison(
     table["plots"] = plots(results, table, out)
     if grades and (scatter := joint_plot(table["agent"], out)):
         table["plots"].append(scatter)
+    if sims:
+        table["plots"] += sim_plots(table["sim"], out)
     table["markdown"] = text
     return table
 
@@ -177,8 +179,10 @@ class CompareConfig:
     out: str = option(help="output folder: report.md, metrics.json, plots")
     reference: str | None = option(None, help="model name to count degradations against")
     agent: list[str] = option([], help="NAME=PATH of an agent-eval summary.json; repeat for each checkpoint")
+    sim: list[str] = option([], help="NAME=PATH of a sim-eval output (any tier); repeat for each")
 
 
 def compare_main(cfg: CompareConfig) -> None:
     """Write the comparison and print its tables."""
-    print(write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out, read_grades(cfg.agent))["markdown"])
+    table = write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out, read_grades(cfg.agent), read_sims(cfg.sim))
+    print(table["markdown"])

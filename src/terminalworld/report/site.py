@@ -30,7 +30,7 @@ from terminalworld.report.pages import REPORT_TYPES, Artifact, Page, cell, exist
 
 RECORD = ".artifact.json"
 GENERATED = ("results", "reference", "benchmarks")  # folders under --out that every build replaces
-SUBPACKAGES = ("core", "env", "corpus", "tasks", "train", "eval", "agent", "report", "pipeline")
+SUBPACKAGES = ("core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")
 SNAPSHOT_MANIFEST = "snapshot.json"
 SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: small JSON files and plots only
 TABLES = "results/tables.json"  # each generated page's tables, by first-column labels

@@ -6,19 +6,28 @@ from __future__ import annotations
 import os
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, Site, inside, joined, step
+from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
 
 
 def report_fn(
-    *, scores: dict[str, str | list], out: str, base: str, reference: str | None, grades: dict[str, str | list]
+    *,
+    scores: dict[str, str | list],
+    out: str,
+    base: str,
+    reference: str | None,
+    grades: dict[str, str | list],
+    sims: dict[str, dict[str, str | list]] | None = None,
 ) -> None:
     """The probe comparison (report.md, metrics.json, plots) and `report.json`, one entry per model,
-    with its agent grade (pass@1 and stderr) where one was given."""
+    with its agent grade (pass@1 and stderr) and its simulator grade (tier-1 exact match, similarity
+    and degeneration rate) where given."""
     from terminalworld.core.records import read_json, write_json
     from terminalworld.report.probe import write_comparison
+    from terminalworld.report.simgrade import read_summary
 
     summaries = {name: read_json(joined(path)) for name, path in grades.items()}
-    table = write_comparison([joined(p) for p in scores.values()], base, reference, out, summaries)
+    sim = {name: {int(t): read_summary(joined(p)) for t, p in tiers.items()} for name, tiers in (sims or {}).items()}
+    table = write_comparison([joined(p) for p in scores.values()], base, reference, out, summaries, sim)
     keys = ("median_ppl", "token_weighted_ppl", "mean_ppl", "n_ppl_gt_10", "beats_base", "median_ppl_ci95", "tokens")
     arms = [{"arm": c["name"], **{k: c.get(k) for k in keys}} for c in table["checkpoints"]]
     for arm in arms:
@@ -26,19 +35,34 @@ def report_fn(
             arm |= {"pass_at_1": g["pass_at_1"], "pass_at_1_stderr": g["pass_at_1_stderr"]}
             arm |= {"solved_trials": g["solved_trials"], "scored_trials": g["scored_trials"]}
             arm |= {"valid_action_rate": g.get("valid_action_rate")}
+        if (t1 := sim.get(arm["arm"], {}).get(1)) is not None:
+            arm |= {"exact_match": t1["exact_match"], "similarity": t1["similarity"]}
+            arm |= {"degenerate_rate": t1["degenerate_rate"]}
     doc = {"arms": arms, "n_trajectories": table["n_common"], "base": base}
     if "agent" in table:
         doc["agent"] = {"tasks": next(iter(summaries.values()))["tasks"], "note": table["agent"]["note"]}
         doc["agent"]["opposite_directions"] = table["agent"]["opposite_directions"]
+    if "sim" in table:
+        doc["sim"] = {"note": table["sim"]["note"], "tiers": {n: sorted(t) for n, t in sim.items()}}
     write_json(os.path.join(out, "report.json"), doc)
     print(table["markdown"])
 
 
 def report(
-    *, scores: list[Scores], base: str, reference: str | None, grades: list[AgentGrade] = (), version: str
+    *,
+    scores: list[Scores],
+    base: str,
+    reference: str | None,
+    grades: list[AgentGrade] = (),
+    sims: list[SimGrade] = (),
+    version: str,
 ) -> Report:
     """Compare every scored model against `base` (and count degradations against `reference`), with
-    the agent grades of `grades` beside the world-model scores."""
+    the agent grades of `grades` and the simulator grades of `sims` beside the world-model scores."""
+    by_model: dict[str, dict[str, list]] = {}
+    for g in sims:
+        by_model.setdefault(g.model_name, {})[str(g.tier)] = g.file
+    more = {"sims": by_model} if by_model else {}  # reports made before simulator grades keep their identity
     return Report(
         step(
             artifacts.REPORT,
@@ -48,6 +72,7 @@ def report(
             base=base,
             reference=reference,
             grades={g.model_name: g.summary for g in grades},
+            **more,
         )
     )
 

@@ -1,0 +1,167 @@
+"""The simulator grade beside the probe: tier-1, tier-2 and tier-3 tables per checkpoint and their
+plots (similarity by command family, degeneration rate per checkpoint, the turn where closed-loop
+episodes first diverge), from `sim-eval` outputs (the summary is each file's last row)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from terminalworld.errors import InputError
+from terminalworld.report.figures import save_plot
+
+WEAK = (
+    "Free-running similarity is below 0.5 for every checkpoint: these simulators do not reproduce terminal "
+    "output, so the tables rank failure modes, not fidelity."
+)
+UNMEASURED = (
+    "No generated output was longer than 800 characters, so the write-up's degeneration rule could not fire: "
+    "at this token cap the degeneration rate is not measured (0% here means nothing)."
+)
+
+
+def read_summary(path: str) -> dict[str, Any]:
+    """The `_summary` row of a `sim-eval` output."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    last = json.loads(lines[-1]) if lines else {}
+    if not last.get("_summary"):
+        raise InputError(f"{path}: not a finished sim-eval output (no summary row last)")
+    return last
+
+
+def read_sims(pairs: list[str]) -> dict[str, dict[int, dict[str, Any]]]:
+    """`NAME=PATH` pairs of `sim-eval` outputs, read into {checkpoint: {tier: summary}}."""
+    sims: dict[str, dict[int, dict[str, Any]]] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not os.path.isfile(path):
+            raise InputError(f"--sim {pair}: expected NAME=PATH to a sim-eval output")
+        summary = read_summary(path)
+        sims.setdefault(name, {})[summary["tier"]] = summary
+    return sims
+
+
+def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    """Per checkpoint and tier, the rates the tables and `report.json` show."""
+    keys = ("n", "exact_match", "similarity", "line_f1", "degenerate_rate", "degenerate_rate_long", "capped_rate")
+    loop = ("episodes", "turn_similarity", "diverged_episodes", "first_divergence", "outcome_agreement")
+    loop += ("reward_against_simulator", "reward_against_sandbox", "sim_to_real_gap")
+    loop += ("seconds_per_simulated_turn", "tokens_per_simulated_turn", "seconds_per_sandbox_turn")
+    rows = {}
+    for name, tiers in sims.items():
+        row: dict[str, Any] = {}
+        for tier in (1, 2):
+            if s := tiers.get(tier):
+                row[f"tier{tier}"] = {k: s.get(k) for k in keys}
+                row[f"tier{tier}"]["by_family"] = {f: v.get("similarity") for f, v in s["by_family"].items()}
+        if s := tiers.get(3):
+            row["tier3"] = {k: s.get(k) for k in loop}
+        rows[name] = row
+    free = [r[t] for r in rows.values() for t in ("tier1", "tier2") if t in r]
+    notes = []
+    if free and max(r["similarity"] for r in free) < 0.5:
+        notes.append(WEAK)
+    if free and all(r["degenerate_rate_long"] is None for r in free):
+        notes.append(UNMEASURED)
+    return {"checkpoints": rows, "note": " ".join(notes) or None}
+
+
+def _f(x: float | None, pct: bool = False) -> str:
+    return "—" if x is None else f"{x:.0%}" if pct else f"{x:.3f}"
+
+
+def sim_markdown(table: dict[str, Any]) -> str:
+    """The simulator grade's tables."""
+    lines = ["## Simulator grade", ""]
+    cps = table["checkpoints"]
+    for tier, title in ((1, "Tier 1, held-out rows"), (2, "Tier 2, probes")):
+        have = {n: r[f"tier{tier}"] for n, r in cps.items() if f"tier{tier}" in r}
+        if not have:
+            continue
+        lines += [
+            f"### {title}",
+            "",
+            "| model | n | exact match | similarity | line F1 | degenerate | degenerate (long) | capped |",
+        ]
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for n, r in have.items():
+            cells = [_f(r["exact_match"], True), _f(r["similarity"]), _f(r["line_f1"]), _f(r["degenerate_rate"], True)]
+            cells += [_f(r["degenerate_rate_long"], True), _f(r["capped_rate"], True)]
+            lines.append(f"| {n} | {r['n']} | " + " | ".join(cells) + " |")
+        families = sorted({f for r in have.values() for f in r["by_family"]})
+        lines += ["", "Similarity by command family:", "", "| model | " + " | ".join(families) + " |"]
+        lines.append("|---|" + "---:|" * len(families))
+        for n, r in have.items():
+            lines.append(f"| {n} | " + " | ".join(_f(r["by_family"].get(f)) for f in families) + " |")
+        lines.append("")
+    loops = {n: r["tier3"] for n, r in cps.items() if "tier3" in r}
+    if loops:
+        lines += ["### Tier 3, the closed loop with a real shadow", ""]
+        lines += ["| simulator | episodes | turn similarity | diverged | outcome agreement | reward: loop vs sandbox |"]
+        lines += ["|---|---:|---:|---:|---:|---:|"]
+        for n, r in loops.items():
+            rewards = f"{_f(r['reward_against_simulator'])} vs {_f(r['reward_against_sandbox'])}"
+            lines.append(
+                f"| {n} | {r['episodes']} | {_f(r['turn_similarity'])} | {r['diverged_episodes']} | "
+                f"{_f(r['outcome_agreement'], True)} | {rewards} |"
+            )
+        lines += [
+            "",
+            "| simulator | s / simulated turn | tokens / simulated turn | s / sandbox turn |",
+            "|---|---:|---:|---:|",
+        ]
+        for n, r in loops.items():
+            lines.append(
+                f"| {n} | {_f(r['seconds_per_simulated_turn'])} | {_f(r['tokens_per_simulated_turn'])} | "
+                f"{_f(r['seconds_per_sandbox_turn'])} |"
+            )
+        lines.append("")
+    if table["note"]:
+        lines += [f"*{table['note']}*", ""]
+    return "\n".join(lines)
+
+
+def sim_plots(table: dict[str, Any], out: str) -> list[str]:
+    """The three plots (each only when its tier was graded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    cps, written = table["checkpoints"], []
+    graded = {n: r.get("tier2") or r.get("tier1") for n, r in cps.items() if r.get("tier2") or r.get("tier1")}
+    if graded:
+        families = sorted({f for r in graded.values() for f in r["by_family"]})
+        fig, ax = plt.subplots(figsize=(max(6, len(families) * 0.7), 3.6))
+        width = 0.8 / len(graded)
+        for k, (n, r) in enumerate(graded.items()):
+            values = [r["by_family"].get(f) or 0 for f in families]
+            ax.bar(np.arange(len(families)) + k * width, values, width, label=n)
+        ax.set_xticks(np.arange(len(families)) + 0.4 - width / 2, families, rotation=45, ha="right")
+        ax.set(ylabel="similarity", ylim=(0, 1), title="Similarity to the real output by command family")
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=7)
+        written.append(save_plot(fig, out, "sim_similarity_by_family.png"))
+        fig, ax = plt.subplots(figsize=(5.5, 3.2))
+        ax.bar(list(graded), [r["degenerate_rate"] or 0 for r in graded.values()], color="#a55")
+        ax.set(ylabel="degenerate share", ylim=(0, 1), title="Share of generated outputs flagged degenerate")
+        ax.title.set_fontsize(9)
+        written.append(save_plot(fig, out, "sim_degeneration.png"))
+    loops = {n: r["tier3"] for n, r in cps.items() if "tier3" in r}
+    if loops:
+        fig, ax = plt.subplots(figsize=(5.5, 3.2))
+        for n, r in loops.items():
+            turns = [t if t is not None else 0 for t in r["first_divergence"]]
+            ax.hist(turns, bins=np.arange(-0.5, max(turns) + 1.5), alpha=0.6, label=n)
+        ax.set(
+            xlabel="first diverging turn (0: never)",
+            ylabel="episodes",
+            title="First diverging turn of each closed-loop episode",
+        )
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=7)
+        written.append(save_plot(fig, out, "sim_divergence.png"))
+    return written

@@ -1,0 +1,218 @@
+"""Tier 3 / Phase 0.5: an agent acts against a simulator, and a real shadow sandbox runs the same
+commands.
+
+The episode is the harness's (`agent.harness.Episode`): the agent's replies, its commands, the
+submission sentinel and the limits, exactly as in the agent grade; only where an observation comes
+from changes. Each command goes to the simulator, which generates its output from the session so
+far in the agent framing, and to a real sandbox over a shadow copy of the task's repository. Per
+turn: the command, both outputs, their similarity, and the seconds and tokens each took. Afterwards
+the task's real verifier runs on the shadow repository: the agent believed it was done when it
+submitted (after what the simulator showed it), and the verifier says whether that was true.
+
+The sim-to-real gap compares that reward with the reward of the same agent, with the same seeds,
+acting against the real sandbox alone (`real_episode`). The agent is anything with `reply(messages)`:
+a model served in process (`ModelAgent`) or a script (`ScriptedAgent`, e.g. the solver's plan).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from terminalworld.agent.harness import Episode, HarnessConfig
+from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
+from terminalworld.env.sandbox import Sandbox, SandboxConfig
+from terminalworld.sim.backend import Simulator
+from terminalworld.sim.fidelity import similarity
+from terminalworld.tasks.layout import REPO_DIR, verify
+
+SANDBOX = SandboxConfig()
+DIVERGED_BELOW = 1.0  # a turn diverges when its simulated output is not exactly the real one
+
+
+class Agent(Protocol):
+    """Replies to the conversation so far."""
+
+    def reply(self, messages: list[dict[str, str]]) -> str: ...
+
+
+@dataclass
+class ScriptedAgent:
+    """Fixed replies in order (then nothing: the episode ends)."""
+
+    replies: Sequence[str]
+    _next: int = 0
+
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        self._next += 1
+        return self.replies[self._next - 1] if self._next <= len(self.replies) else ""
+
+
+@dataclass
+class ModelAgent:
+    """A chat model served in process (`agent.serve.ChatModel`) at the harness's decoding."""
+
+    model: Any
+    harness: HarnessConfig
+
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        request = {
+            "messages": messages,
+            "max_tokens": self.harness.max_tokens_per_turn,
+            "temperature": self.harness.temperature,
+            "seed": self.harness.seed,
+        }
+        status, body = self.model.complete(request)
+        return body["choices"][0]["message"]["content"] if status == 200 else ""
+
+
+@dataclass
+class LoopTurn:
+    """One command: what the simulator said, what the shadow sandbox said, and their costs."""
+
+    command: str
+    simulated: str
+    real: str
+    similarity: float
+    sim_seconds: float
+    sim_tokens: int
+    real_seconds: float
+
+
+@dataclass
+class LoopEpisode:
+    """A closed-loop episode with its shadow: turns, outcome, the real reward and costs."""
+
+    task: str
+    outcome: str
+    turns: list[LoopTurn] = field(default_factory=list)
+    reward: float = 0.0  # the real verifier on the shadow repository
+    agent_seconds: float = 0.0
+
+    @property
+    def first_divergence(self) -> int | None:
+        """The 1-based turn whose simulated output first differs from the real one."""
+        return next((i + 1 for i, t in enumerate(self.turns) if t.similarity < DIVERGED_BELOW), None)
+
+    @property
+    def believed_solved(self) -> bool:
+        """The agent submitted: it believed, from what the simulator showed it, that it was done."""
+        return self.outcome == "submitted"
+
+    def row(self) -> dict[str, Any]:
+        """The episode as a JSON row."""
+        return {
+            "task": self.task,
+            "outcome": self.outcome,
+            "reward": self.reward,
+            "believed_solved": self.believed_solved,
+            "outcome_agrees": self.believed_solved == (self.reward >= 1.0),
+            "first_divergence": self.first_divergence,
+            "agent_seconds": self.agent_seconds,
+            "turns": [asdict(t) for t in self.turns],
+        }
+
+
+def _workspace(task_dir: Path, tmp: str) -> str:
+    repo = os.path.join(tmp, "repo")
+    shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
+    return repo
+
+
+def closed_loop_episode(
+    *,
+    agent: Agent,
+    simulator: Simulator,
+    task_dir: Path,
+    harness: HarnessConfig,
+    sandbox: SandboxConfig = SANDBOX,
+) -> LoopEpisode:
+    """One episode of `agent` against `simulator` on the task at `task_dir`, with a real shadow."""
+    episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
+    out = LoopEpisode(task=task_dir.name, outcome="running")
+    with tempfile.TemporaryDirectory(prefix="tw-shadow-") as tmp:
+        os.chmod(tmp, 0o711)
+        repo = _workspace(task_dir, tmp)
+        shadow = Sandbox(repo, sandbox)
+        turns: list[Turn] = []
+        while episode.outcome == "running":
+            start = time.monotonic()
+            reply = agent.reply(episode.messages)
+            out.agent_seconds += time.monotonic() - start
+            if not reply:
+                break
+            command = episode.act(reply)
+            if command is None or episode.outcome != "running":
+                if command is None and episode.outcome == "running":
+                    turns.append(Turn(reply, episode.messages[-1]["content"]))
+                continue
+            start = time.monotonic()
+            real = shadow.run(command).output
+            real_s = time.monotonic() - start
+            traj = Trajectory(
+                "loop", None, TASK_SYSTEM_PROMPT, episode.task, (*turns, Turn(reply, OBSERVATION_PREFIX)), "loop"
+            )
+            start = time.monotonic()
+            [sim] = simulator.simulate([(traj, len(turns))])
+            sim_s = time.monotonic() - start
+            out.turns.append(LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s))
+            episode.observe(sim.text)
+            turns.append(Turn(reply, OBSERVATION_PREFIX + sim.text))
+        out.outcome = episode.outcome
+        out.reward = verify(task_dir, Path(repo), config=sandbox)
+    return out
+
+
+def real_episode(*, agent: Agent, task_dir: Path, harness: HarnessConfig, sandbox: SandboxConfig = SANDBOX):
+    """The same agent against the real sandbox alone: (reward, outcome, seconds per command)."""
+    episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
+    seconds = []
+    with tempfile.TemporaryDirectory(prefix="tw-real-") as tmp:
+        os.chmod(tmp, 0o711)
+        repo = _workspace(task_dir, tmp)
+        box = Sandbox(repo, sandbox)
+        while episode.outcome == "running":
+            reply = agent.reply(episode.messages)
+            if not reply:
+                break
+            command = episode.act(reply)
+            if command is not None and episode.outcome == "running":
+                start = time.monotonic()
+                episode.observe(box.run(command).output)
+                seconds.append(time.monotonic() - start)
+        return verify(task_dir, Path(repo), config=sandbox), episode.outcome, seconds
+
+
+def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_seconds: list[float]) -> dict[str, Any]:
+    """Divergence, outcome agreement, the sim-to-real gap and the cost per turn and per episode."""
+    turns = [t for e in episodes for t in e.turns]
+    first = [e.first_divergence for e in episodes]
+    sim_reward = statistics.fmean(e.reward for e in episodes) if episodes else None
+    real_reward = statistics.fmean(real_rewards) if real_rewards else None
+    mean = statistics.fmean
+    return {
+        "episodes": len(episodes),
+        "turns": len(turns),
+        "turn_similarity": mean(t.similarity for t in turns) if turns else None,
+        "diverged_episodes": sum(f is not None for f in first),
+        "first_divergence": first,
+        "outcome_agreement": mean(e.believed_solved == (e.reward >= 1.0) for e in episodes) if episodes else None,
+        "reward_against_simulator": sim_reward,
+        "reward_against_sandbox": real_reward,
+        "sim_to_real_gap": None if sim_reward is None or real_reward is None else real_reward - sim_reward,
+        "seconds_per_simulated_turn": mean(t.sim_seconds for t in turns) if turns else None,
+        "tokens_per_simulated_turn": mean(t.sim_tokens for t in turns) if turns else None,
+        "seconds_per_sandbox_turn": mean(real_seconds) if real_seconds else None,
+        "simulated_seconds_per_episode": mean(sum(t.sim_seconds for t in e.turns) for e in episodes)
+        if episodes
+        else None,
+        "sandbox_seconds_per_episode": (sum(real_seconds) / len(real_rewards)) if real_rewards else None,
+    }

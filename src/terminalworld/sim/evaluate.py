@@ -1,0 +1,277 @@
+"""`terminalworld sim-eval`: a checkpoint generates the target observation of each held-out row or
+probe (tiers 1 and 2), and each generation is compared with the real output (`sim.fidelity`); or it
+answers an agent's commands on generated tasks with a real shadow sandbox beside it (tier 3,
+`sim.closed_loop`).
+
+Rows are the held-out schema; probe rows add their `family`, which replaces the command family in
+the breakdowns. With `all_depths`, every observation of a row is generated from its own real prefix
+(free-running fidelity per depth). Output, as the scorer writes it: one JSON row per input row,
+appended to `OUT.partial` as each finishes, so a rerun resumes; then `OUT` atomically, the rows in
+input order and one `{"_summary": true, ...}` row with the rates, the breakdowns by family and by
+length bucket, and the per-depth means.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.assets import load_hf_model, local_model_path
+from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.render import build_renderer
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
+from terminalworld.corpus.actions import action_message
+from terminalworld.corpus.solver import plan
+from terminalworld.errors import InputError
+from terminalworld.eval.scoring import resumable_rows
+from terminalworld.options import option
+from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulator, VLLMGenerator, stop_ids
+from terminalworld.sim.closed_loop import (
+    Agent,
+    LoopEpisode,
+    LoopTurn,
+    ModelAgent,
+    ScriptedAgent,
+    closed_loop_episode,
+    loop_summary,
+    real_episode,
+)
+from terminalworld.sim.fidelity import DEGENERATE_MIN_CHARS, fidelity
+from terminalworld.train.echo_run import task_order
+
+BUCKETS = ((200, "<=200"), (2000, "201-2000"), (None, ">2000"))  # real output length in characters
+
+
+@dataclass(frozen=True)
+class SimEvalConfig:
+    """One free-running evaluation: a model, the rows, decoding, and where the rows go."""
+
+    model_path: str = option(flag="--model", aliases=["--model-path"], help="HF folder, GGUF file, or smollm2")
+    out: str = option(help="rows file; rerunning resumes it")
+    heldout: str | None = option(None, help="held-out rows (JSON Lines): tier 1")
+    probes: str | None = option(None, help="probe rows from `terminalworld probes make`: tier 2")
+    tasks: str | None = option(None, help="task folder (`tasks make`): tier 3, the closed loop with a shadow")
+    agent: Literal["solver", "model"] = option("solver", help="tier 3's agent: the solver's script or a model")
+    agent_model: str | None = option(None, help="tier 3: the agent's checkpoint (with --agent model)")
+    max_turns: int = option(12, help="tier 3: the harness's turn limit")
+    context_tokens: int = option(8192, help="tier 3: the agent's context")
+    max_tokens_per_turn: int = option(256, help="tier 3: the agent's tokens per reply")
+    mode: Literal["agent", "sim"] = option("agent", help="agent: observation as the user turn; sim: as the reply")
+    model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
+    chat_template_from: str | None = option(None, help="render with this checkpoint's chat template (a base model)")
+    max_new_tokens: int = option(1024, help="cap per observation; a capped output ends with a visible note")
+    temperature: float = option(0.0, help="0 is greedy")
+    seed: int = option(0)
+    all_depths: bool = option(False, help="generate every observation of a row, each from its real prefix")
+    backend: Literal["hf", "vllm"] = option("hf")
+    dtype: Literal["float32", "bfloat16"] = option("float32")
+    device: Literal["cpu", "cuda"] = option("cpu")
+    batch_size: int = option(1, help="prompts per HF generate call")
+
+
+def bucket(chars: int) -> str:
+    """The length bucket of a real output of `chars` characters."""
+    return next(label for limit, label in BUCKETS if limit is None or chars <= limit)
+
+
+def _target(observation: str) -> str:
+    return observation[len(OBSERVATION_PREFIX) :] if observation.startswith(OBSERVATION_PREFIX) else observation
+
+
+def _compare(generated: str, capped: bool, target: str, n_cap: int) -> dict[str, Any]:
+    # Metrics read what was generated, without the cap's note.
+    text = generated[: -len(CAP_NOTE.format(n=n_cap))] if capped else generated
+    return fidelity(text, target)
+
+
+def evaluate_rows(
+    cfg: SimEvalConfig, sim: Simulator, rows: list[dict[str, Any]], done: dict
+) -> Iterator[dict[str, Any]]:
+    """Generate and compare every pending row (yielding each as it finishes)."""
+    from tqdm import tqdm
+
+    for row in tqdm([r for r in rows if r["instance_id"] not in done], desc="sim-eval", unit="row"):
+        traj = heldout_trajectory(row)
+        turns = range(len(traj.turns)) if cfg.all_depths else [len(traj.turns) - 1]
+        sims = sim.simulate([(traj, t) for t in turns])
+        parts = []
+        for t, s in zip(turns, sims, strict=True):
+            target = _target(traj.turns[t].observation)
+            family = row.get("family") or command_family(extract_command(traj.turns[t].action))
+            parts.append((t, s, target, family, _compare(s.text, s.capped, target, cfg.max_new_tokens)))
+        _, s, target, family, scores = parts[-1]
+        out = {
+            "instance_id": row["instance_id"],
+            "repo": row.get("repo"),
+            "family": family,
+            "target_chars": len(target),
+            "bucket": bucket(len(target)),
+            "generated": s.text,
+            "target": target,
+            "capped": s.capped,
+            "generated_tokens": s.tokens,
+            "prompt_tokens": s.prompt_tokens,
+            **scores,
+        }
+        if cfg.all_depths:
+            out["depths"] = [
+                {"depth": t + 1, "family": f, "capped": x.capped, **{k: sc[k] for k in _DEPTH_KEYS}}
+                for t, x, _, f, sc in parts
+            ]
+        yield out
+
+
+_DEPTH_KEYS = ("exact_match", "similarity", "line_f1", "degenerate")
+
+
+def _rates(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Exact-match rate, similarity (mean and median), mean line F1, degeneration rates."""
+    if not rows:
+        return {"n": 0}
+    long = [r for r in rows if len(r["generated"]) > DEGENERATE_MIN_CHARS]
+    return {
+        "n": len(rows),
+        "exact_match": sum(r["exact_match"] for r in rows) / len(rows),
+        "similarity": statistics.fmean(r["similarity"] for r in rows),
+        "median_similarity": statistics.median(r["similarity"] for r in rows),
+        "line_f1": statistics.fmean(r["line_f1"] for r in rows),
+        "degenerate_rate": sum(r["degenerate"] for r in rows) / len(rows),
+        "n_long": len(long),
+        "degenerate_rate_long": sum(r["degenerate"] for r in long) / len(long) if long else None,
+        "capped_rate": sum(r["capped"] for r in rows) / len(rows),
+    }
+
+
+def summarize(rows: list[dict[str, Any]], cfg: SimEvalConfig, model_name: str) -> dict[str, Any]:
+    """The `{"_summary": true, ...}` row: overall rates, by family, by length bucket, by depth."""
+    summary = {
+        "_summary": True,
+        "model_name": model_name,
+        "model_path": cfg.model_path,
+        "mode": cfg.mode,
+        "tier": 2 if cfg.probes else 1,
+        "decoding": {"temperature": cfg.temperature, "seed": cfg.seed, "max_new_tokens": cfg.max_new_tokens},
+        **_rates(rows),
+        "by_family": {f: _rates([r for r in rows if r["family"] == f]) for f in sorted({r["family"] for r in rows})},
+        "by_bucket": {b: _rates([r for r in rows if r["bucket"] == b]) for _, b in BUCKETS},
+    }
+    if cfg.all_depths:
+        depths = sorted({d["depth"] for r in rows for d in r["depths"]})
+        summary["by_depth"] = {
+            str(k): {
+                key: statistics.fmean(float(d[key]) for r in rows for d in r["depths"] if d["depth"] == k)
+                for key in _DEPTH_KEYS
+            }
+            for k in depths
+        }
+    return summary
+
+
+def simulator(cfg: SimEvalConfig) -> Simulator:
+    """The configured checkpoint as a simulator."""
+    path = local_model_path(cfg.model_path)
+    renderer = build_renderer(tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode)
+    stop = stop_ids(renderer.tokenizer)
+    if cfg.backend == "vllm":
+        generator = VLLMGenerator(path, stop=stop, dtype=cfg.dtype)
+    else:
+        pad = renderer.tokenizer.pad_token_id if renderer.tokenizer.pad_token_id is not None else stop[0]
+        model = load_hf_model(path, cfg.dtype)
+        generator = HFGenerator(model, stop=stop, pad=pad, batch_size=cfg.batch_size, device=cfg.device)
+    return Simulator(renderer, generator, cfg.max_new_tokens, cfg.temperature, cfg.seed)
+
+
+def sim_eval(cfg: SimEvalConfig) -> dict[str, Any]:
+    """Evaluate the configured checkpoint on held-out rows, probes or tasks (resuming a partial
+    run) and write the rows file atomically; returns the summary."""
+    if sum(x is not None for x in (cfg.heldout, cfg.probes, cfg.tasks)) != 1:
+        raise InputError("give exactly one of --heldout, --probes and --tasks")
+    if cfg.agent == "model" and not cfg.agent_model:
+        raise InputError("--agent model needs --agent-model")
+    sim = simulator(cfg)
+    return loop_file(cfg, sim) if cfg.tasks else evaluate_file(cfg, sim)
+
+
+def _agent(cfg: SimEvalConfig, task: Path, harness: HarnessConfig, model) -> Agent:
+    if cfg.agent == "model":
+        return ModelAgent(model, harness)
+    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"))])
+
+
+def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
+    """Tier 3: one closed-loop episode per task with its real shadow, and the same agent against the
+    real sandbox alone; rows per task and the loop's summary."""
+    from tqdm import tqdm
+
+    from terminalworld.agent.serve import ChatModel
+
+    harness = HarnessConfig(
+        max_turns=cfg.max_turns,
+        context_tokens=cfg.context_tokens,
+        max_tokens_per_turn=cfg.max_tokens_per_turn,
+        temperature=cfg.temperature,
+        seed=cfg.seed,
+    )
+    model = (
+        ChatModel(local_model_path(cfg.agent_model), context_tokens=cfg.context_tokens)
+        if cfg.agent == "model"
+        else None
+    )
+    tasks = task_order(cfg.tasks)
+
+    def produce(done: dict) -> Iterator[dict[str, Any]]:
+        for task in tqdm([t for t in tasks if t.name not in done], desc="closed loop", unit="task"):
+            loop = closed_loop_episode(
+                agent=_agent(cfg, task, harness, model), simulator=sim, task_dir=task, harness=harness
+            )
+            reward, outcome, seconds = real_episode(
+                agent=_agent(cfg, task, harness, model), task_dir=task, harness=harness
+            )
+            yield {
+                "instance_id": task.name,
+                **loop.row(),
+                "real": {"reward": reward, "outcome": outcome, "seconds": seconds},
+            }
+
+    def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+        episodes = [_episode(r) for r in rows]
+        real = [r["real"] for r in rows]
+        name = cfg.model_name or os.path.basename(cfg.model_path.rstrip("/"))
+        stats = loop_summary(episodes, [x["reward"] for x in real], [s for x in real for s in x["seconds"]])
+        return {
+            "_summary": True,
+            "model_name": name,
+            "model_path": cfg.model_path,
+            "tier": 3,
+            "agent": cfg.agent,
+            **stats,
+        }
+
+    return resumable_rows(cfg.out, [t.name for t in tasks], produce, summary)
+
+
+def _episode(row: dict[str, Any]) -> LoopEpisode:
+    return LoopEpisode(
+        task=row["task"], outcome=row["outcome"], turns=[LoopTurn(**t) for t in row["turns"]], reward=row["reward"]
+    )
+
+
+def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
+    """`sim_eval` with a given simulator."""
+    path = cfg.heldout or cfg.probes
+    rows = read_heldout(path)
+    if len({r["instance_id"] for r in rows}) != len(rows):
+        raise InputError(f"{path}: instance ids are not unique, so rows cannot be resumed by id")
+    name = cfg.model_name or os.path.basename(cfg.model_path.rstrip("/"))
+    return resumable_rows(
+        cfg.out,
+        [r["instance_id"] for r in rows],
+        lambda done: evaluate_rows(cfg, sim, rows, done),
+        lambda results: summarize(results, cfg, name),
+    )

@@ -1,0 +1,109 @@
+"""The simulator grade as Marin steps: a probe set made in the sandbox, and one checkpoint's
+free-running grade on held-out rows (tier 1), probes (tier 2) or tasks with a real shadow (tier 3)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from terminalworld.pipeline import artifacts
+from terminalworld.pipeline.step import (
+    HeldoutSet,
+    Model,
+    ProbeSet,
+    SimGrade,
+    Subsets,
+    TaskSet,
+    joined,
+    local_copy,
+    model_input,
+    step,
+)
+
+
+def probes_fn(*, out: str, n: int, seed: int, exclude_from: list | None) -> None:
+    """`n` probes into `out`, from code trees absent from the trajectories of `exclude_from`."""
+    from terminalworld.core.formats import iter_trajectories
+    from terminalworld.core.records import BadLine
+    from terminalworld.errors import InputError
+    from terminalworld.sim.probes import ProbesConfig, make_probes
+
+    excluded = set()
+    for item in iter_trajectories(joined(exclude_from)) if exclude_from else ():
+        if isinstance(item, BadLine):
+            raise InputError(f"{item.file}:{item.line}: {item.reason}")
+        excluded.add(item[1].repo)
+    make_probes(
+        ProbesConfig(out=os.path.join(out, artifacts.PROBES_FILE), n=n, seed=seed, exclude_repos=sorted(excluded))
+    )
+
+
+def probe_set(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str) -> ProbeSet:
+    """`n` probes round-robin over the families; with `unseen_in`, from repos absent from its subset of `size`."""
+    return ProbeSet(
+        step(
+            artifacts.PROBES,
+            probes_fn,
+            version=version,
+            n=n,
+            seed=seed,
+            exclude_from=unseen_in.subset(size) if unseen_in else None,
+        )
+    )
+
+
+def sim_grade_fn(
+    *, model: str | list, out: str, model_name: str, source: dict[str, Any], decoding: dict[str, Any]
+) -> None:
+    """`sim-eval` of `model` on `source` ({"heldout"|"probes"|"tasks": path}), rows to `out`."""
+    from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
+
+    paths = {k: joined(v) for k, v in source.items()}
+    options = {k: joined(v) if k == "chat_template_from" else v for k, v in decoding.items()}
+    with local_copy(out) as local:  # the rows file resumes from what a preempted run put back
+        cfg = SimEvalConfig(
+            model_path=joined(model),
+            out=os.path.join(local, artifacts.SIM_ROWS),
+            model_name=model_name,
+            **paths,
+            **options,
+        )
+        sim_eval(cfg)
+
+
+def sim_grade(
+    *,
+    model: Model,
+    model_name: str,
+    heldout: HeldoutSet | None = None,
+    probes: ProbeSet | None = None,
+    tasks: TaskSet | None = None,
+    decoding: dict[str, Any],
+    resources=None,
+    version: str,
+) -> SimGrade:
+    """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3);
+    `decoding` holds `SimEvalConfig`'s other fields (max_new_tokens, temperature, backend, ...)."""
+    if sum(x is not None for x in (heldout, probes, tasks)) != 1:
+        raise ValueError("a simulator grade reads one of heldout, probes and tasks")
+    tier, source = (
+        (1, {"heldout": heldout.rows})
+        if heldout
+        else (2, {"probes": probes.rows})
+        if probes
+        else (3, {"tasks": tasks.step})
+    )
+    return SimGrade(
+        step(
+            artifacts.sim_grade(tier, model_name),
+            sim_grade_fn,
+            version=version,
+            resources=resources,
+            model=model_input(model),
+            model_name=model_name,
+            source=source,
+            decoding=dict(decoding),
+        ),
+        model_name=model_name,
+        tier=tier,
+    )

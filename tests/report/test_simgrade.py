@@ -1,0 +1,61 @@
+"""The simulator grade's tables and plots from sim-eval summaries with known numbers."""
+
+import json
+
+import pytest
+
+from terminalworld.errors import InputError
+from terminalworld.report.simgrade import UNMEASURED, WEAK, read_sims, sim_markdown, sim_plots, sim_table
+
+
+def _summary(tier, **kw):
+    base = {"_summary": True, "tier": tier}
+    if tier < 3:
+        base |= {"n": 4, "exact_match": 0.25, "similarity": 0.5, "line_f1": 0.4, "degenerate_rate": 0.0}
+        base |= {"degenerate_rate_long": None, "capped_rate": 0.5, "by_family": {"ls": {"similarity": 0.9}}}
+    else:
+        base |= {"episodes": 2, "turn_similarity": 0.3, "diverged_episodes": 2, "first_divergence": [1, 3]}
+        base |= {"outcome_agreement": 0.5, "reward_against_simulator": 0.5, "reward_against_sandbox": 1.0}
+        base |= {"sim_to_real_gap": 0.5, "seconds_per_simulated_turn": 2.0, "tokens_per_simulated_turn": 30}
+        base |= {"seconds_per_sandbox_turn": 0.05}
+    return base | kw
+
+
+def _write(tmp_path, name, summary):
+    path = tmp_path / name
+    path.write_text(json.dumps({"instance_id": "x"}) + "\n" + json.dumps(summary) + "\n")
+    return f"{name.split('.')[0]}={path}"
+
+
+def test_tables_per_tier_and_the_weak_note(tmp_path):
+    pairs = [
+        _write(tmp_path, "full.t1", _summary(1)),
+        _write(tmp_path, "full.t3", _summary(3)),
+        _write(tmp_path, "base.t1", _summary(1, similarity=0.1, by_family={"cat": {"similarity": 0.2}})),
+    ]
+    sims = read_sims(pairs)
+    assert set(sims["full"]) == {1, 3}
+    t = sim_table(sims)
+    assert t["checkpoints"]["full"]["tier1"]["by_family"] == {"ls": 0.9} and t["note"] == UNMEASURED
+    assert t["checkpoints"]["full"]["tier3"]["first_divergence"] == [1, 3]
+    md = sim_markdown(t)
+    assert "| full | 4 | 25% | 0.500 | 0.400 | 0% | — | 50% |" in md
+    assert "| base | 0.200 | — |" in md and "| full | — | 0.900 |" in md  # families: cat, ls
+    assert "| full | 2 | 0.300 | 2 | 50% | 0.500 vs 1.000 |" in md
+    plots = sim_plots(t, str(tmp_path))
+    assert [p.rsplit("/", 1)[1] for p in plots] == [
+        "sim_similarity_by_family.png",
+        "sim_degeneration.png",
+        "sim_divergence.png",
+    ]
+    weak = sim_table({"a": {1: _summary(1, similarity=0.2, degenerate_rate_long=0.0)}})
+    assert weak["note"] == WEAK and WEAK in sim_markdown(weak)
+    assert sim_table({"a": {1: _summary(1, similarity=0.6, degenerate_rate_long=0.25)}})["note"] is None
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path):
+    with pytest.raises(InputError, match="NAME=PATH"):
+        read_sims(["nopath"])
+    (tmp_path / "cut.jsonl").write_text(json.dumps({"instance_id": "x"}) + "\n")
+    with pytest.raises(InputError, match="no summary row last"):
+        read_sims([f"a={tmp_path / 'cut.jsonl'}"])

@@ -1,0 +1,83 @@
+"""The closed loop with a real shadow on a generated task: a simulator that is itself a real sandbox
+never diverges and the agent's belief agrees with the real verifier; a constant simulator diverges at
+the first turn and the agent never learns it submitted; the summary's gap and costs add up."""
+
+import json
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.trajectories import extract_command
+from terminalworld.corpus.actions import action_message
+from terminalworld.corpus.solver import plan
+from terminalworld.env.sandbox import Sandbox
+from terminalworld.sim.backend import Simulated
+from terminalworld.sim.closed_loop import ScriptedAgent, closed_loop_episode, loop_summary, real_episode
+from terminalworld.tasks.layout import REPO_DIR
+
+
+class Mirror:
+    """A "simulator" that runs each command in its own real sandbox over another copy of the repo."""
+
+    def __init__(self, task: Path):
+        self.tmp = tempfile.mkdtemp(prefix="tw-mirror-")
+        os.chmod(self.tmp, 0o711)
+        shutil.copytree(task / REPO_DIR, f"{self.tmp}/repo", symlinks=True)
+        self.box = Sandbox(f"{self.tmp}/repo")
+
+    def simulate(self, requests):
+        return [Simulated(self.box.run(extract_command(t.turns[k].action)).output, 0, False, 0) for t, k in requests]
+
+
+class Constant:
+    def simulate(self, requests):
+        return [Simulated("nothing", 1, False, 0) for _ in requests]
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    from terminalworld.tasks.make import MakeTasksConfig, make_tasks
+
+    root = Path(tempfile.mkdtemp(prefix="tw-loop-"))
+    root.chmod(0o711)
+    make_tasks(MakeTasksConfig(out=str(root / "tasks"), n=1, seed=0))
+    manifest = json.loads((root / "tasks" / "manifest.json").read_text())
+    yield root / "tasks" / manifest["tasks"][0]["task_id"]
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _solver(task):
+    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(0))])
+
+
+HARNESS = HarnessConfig(max_turns=20, context_tokens=32768, max_tokens_per_turn=256)
+
+
+def test_a_faithful_simulator_never_diverges_and_the_belief_is_right(task):
+    loop = closed_loop_episode(agent=_solver(task), simulator=Mirror(task), task_dir=task, harness=HARNESS)
+    assert loop.outcome == "submitted" and loop.reward == 1.0 and loop.first_divergence is None
+    assert all(t.similarity == 1.0 and t.simulated == t.real for t in loop.turns) and len(loop.turns) >= 6
+    reward, outcome, seconds = real_episode(agent=_solver(task), task_dir=task, harness=HARNESS)
+    assert (reward, outcome) == (1.0, "submitted") and len(seconds) == len(loop.turns)
+    s = loop_summary([loop], [reward], seconds)
+    assert s["outcome_agreement"] == 1.0 and s["sim_to_real_gap"] == 0.0 and s["diverged_episodes"] == 0
+    assert s["turns"] == len(loop.turns) and s["seconds_per_sandbox_turn"] > 0
+
+
+def test_a_constant_simulator_diverges_at_once_and_the_agent_never_sees_its_submission(task):
+    loop = closed_loop_episode(agent=_solver(task), simulator=Constant(), task_dir=task, harness=HARNESS)
+    # The script still fixes the shadow repository (its commands are real there), but the submission's
+    # echo never comes back from the simulator, so the agent does not believe it is done.
+    assert loop.first_divergence == 1 and loop.outcome != "submitted" and loop.reward == 1.0
+    row = loop.row()
+    assert row["outcome_agrees"] is False and all(t["simulated"] == "nothing" for t in row["turns"])
+    s = loop_summary([loop], [1.0], [0.1, 0.3])
+    assert s["outcome_agreement"] == 0.0 and s["first_divergence"] == [1] and s["tokens_per_simulated_turn"] == 1
+    assert s["seconds_per_sandbox_turn"] == pytest.approx(0.2) and s["sandbox_seconds_per_episode"] == pytest.approx(
+        0.4
+    )

@@ -1,0 +1,130 @@
+"""`sim-eval` end to end on real held-out rows and the real SmolLM2 tokenizer and template: an oracle
+simulator scores exactly 1, a constant one exactly what it should, a looping one is degenerate; the
+real SmolLM2 backend is seeded, greedy is deterministic, the cap leaves a visible note, and a rerun
+resumes."""
+
+import json
+
+import pytest
+
+from terminalworld.core.assets import load_hf_model, load_tokenizer, local_model_path
+from terminalworld.core.heldout import heldout_trajectory
+from terminalworld.core.render import Renderer
+from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulator, stop_ids
+from terminalworld.sim.evaluate import SimEvalConfig, evaluate_file
+from terminalworld.sim.fidelity import similarity
+
+
+class Oracle:
+    """Returns, for each prompt, the real continuation of the full rendering: the true output."""
+
+    def __init__(self, sequences: list[list[int]], stop: list[int]):
+        self.sequences, self.stop = sequences, stop
+
+    def generate(self, prompts, *, max_new_tokens, temperature, seed):
+        out = []
+        for p in prompts:
+            full = next(s for s in self.sequences if s[: len(p)] == p)
+            rest = full[len(p) :]
+            end = next(i for i, t in enumerate(rest) if t in self.stop)
+            out.append(rest[: end + 1])
+        return out
+
+
+class Constant:
+    """Always the tokens of one text (a looping one when the text repeats)."""
+
+    def __init__(self, ids: list[int], stop: list[int]):
+        self.ids, self.stop = ids, stop
+
+    def generate(self, prompts, *, max_new_tokens, temperature, seed):
+        return [(self.ids + self.stop[:1])[:max_new_tokens] for _ in prompts]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from terminalworld.core.formats import load_trajectories
+    from terminalworld.core.heldout import heldout_row
+    from tests.conftest import SWE_ZERO
+
+    rows = [
+        heldout_row(t, context_turns=2) | {"instance_id": f"{t.instance_id}-{i}"}
+        for i, t in enumerate(load_trajectories(str(SWE_ZERO)))
+    ]
+    path = tmp_path_factory.mktemp("rows") / "heldout.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tok = load_tokenizer("smollm2")
+    renderer = Renderer(tok)
+    return path, rows, renderer, stop_ids(tok)
+
+
+def _cfg(path, out, **kw):
+    return SimEvalConfig(model_path="fixture", heldout=str(path), out=str(out), **kw)
+
+
+def test_an_oracle_scores_exactly_one_at_every_depth(setup, tmp_path):
+    path, rows, renderer, stop = setup
+    full = [renderer.render(heldout_trajectory(r)).input_ids.tolist() for r in rows]
+    sim = Simulator(renderer, Oracle(full, stop), max_new_tokens=100_000)
+    s = evaluate_file(_cfg(path, tmp_path / "o.jsonl", all_depths=True, max_new_tokens=100_000), sim)
+    assert s["n"] == 3 and s["exact_match"] == 1.0 and s["similarity"] == 1.0 and s["line_f1"] == 1.0
+    assert s["degenerate_rate"] == 0.0 and s["capped_rate"] == 0.0
+    assert set(s["by_depth"]) == {"1", "2", "3"} and all(d["exact_match"] == 1.0 for d in s["by_depth"].values())
+    out = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert out[-1]["_summary"] and [r["instance_id"] for r in out[:-1]] == [r["instance_id"] for r in rows]
+    for row, real in zip(out[:-1], rows, strict=True):
+        assert row["generated"] == row["target"] == real["target_env"].removeprefix("Observation: ")
+
+
+def test_a_constant_simulator_scores_what_it_should(setup, tmp_path):
+    path, rows, renderer, stop = setup
+    text = "No such file or directory"
+    ids = renderer.tokenizer(" " + text, add_special_tokens=False)["input_ids"]
+    s = evaluate_file(_cfg(path, tmp_path / "c.jsonl"), Simulator(renderer, Constant(ids, stop)))
+    targets = [r["target_env"].removeprefix("Observation: ") for r in rows]
+    assert s["exact_match"] == 0.0
+    assert s["similarity"] == pytest.approx(sum(similarity(text, t) for t in targets) / 3)
+    out = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()][:-1]
+    assert all(r["generated"] == text and not r["capped"] for r in out)
+
+
+def test_a_looping_simulator_is_degenerate_and_capped(setup, tmp_path):
+    path, _, renderer, stop = setup
+    ids = renderer.tokenizer(" ok ok" * 400, add_special_tokens=False)["input_ids"]
+    cfg = _cfg(path, tmp_path / "d.jsonl", max_new_tokens=500)
+    s = evaluate_file(cfg, Simulator(renderer, Constant(ids, stop), max_new_tokens=500))
+    assert s["degenerate_rate"] == 1.0 and s["degenerate_rate_long"] == 1.0 and s["capped_rate"] == 1.0
+    row = json.loads((tmp_path / "d.jsonl").read_text().splitlines()[0])
+    assert row["generated"].endswith(CAP_NOTE.format(n=500)) and row["repeated_ngrams"] > 0.9
+
+
+def test_smollm2_backend_is_seeded_and_a_rerun_resumes(setup, tmp_path):
+    path, rows, _, _ = setup
+    tok = load_tokenizer("smollm2")
+    renderer = Renderer(tok)
+    stop = stop_ids(tok)
+    model = load_hf_model(local_model_path("smollm2"), "float32")
+    traj = heldout_trajectory(rows[0])
+    turn = len(traj.turns) - 1
+
+    def run(temperature, seed, batch=1):
+        gen = HFGenerator(model, stop=stop, pad=stop[0], batch_size=batch)
+        sim = Simulator(renderer, gen, max_new_tokens=6, temperature=temperature, seed=seed)
+        return sim.simulate([(traj, turn), (heldout_trajectory(rows[1]), 2)])
+
+    greedy = run(0.0, 0)
+    assert greedy == run(0.0, 5) and [g.text for g in greedy] == [g.text for g in run(0.0, 0, batch=2)]
+    assert run(1.0, 1) == run(1.0, 1) and run(1.0, 1) != run(1.0, 2)
+    assert all(g.capped and g.text.endswith(CAP_NOTE.format(n=6)) and g.tokens == 6 for g in greedy)
+    # The prompt is the full rendering cut before the real output's first token.
+    prompt, lead = Simulator(renderer, None).prompt(traj, turn)
+    full = renderer.render(traj).input_ids.tolist()
+    assert full[: len(prompt)] == prompt and tok.decode(prompt).endswith("Observation:") and lead == " "
+    # A rerun resumes: the finished rows are kept, only the missing one is generated.
+    out = tmp_path / "r.jsonl"
+    sim = Simulator(renderer, HFGenerator(model, stop=stop, pad=stop[0]), max_new_tokens=4)
+    first = evaluate_file(_cfg(path, out, max_new_tokens=4), sim)
+    lines = out.read_text().splitlines()
+    out.unlink()
+    (tmp_path / "r.jsonl.partial").write_text("\n".join(lines[:2]) + "\n")
+    assert evaluate_file(_cfg(path, out, max_new_tokens=4), sim) == first
