@@ -97,3 +97,29 @@ def test_a_real_model_runs_whole_turns_through_harbor(generated_tasks, tmp_path)
     assert 0 < row["seconds"]["generation"] < row["seconds"]["agent_execution"]
     trajectory = json.loads(next((tmp_path / "model" / "jobs").rglob("trajectory.json")).read_text())
     assert [m["role"] for m in trajectory["messages"][:3]] == ["system", "user", "assistant"]
+
+
+def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded(task_folder, tmp_path):
+    # Tier 3 through Harbor: SmolLM2 answers the agent's commands (sim framing, over the loopback
+    # endpoint); the same commands run for real in the sandbox, and Harbor's verifier grades that.
+    task = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))[0]
+    one = tmp_path / "one"
+    shutil.copytree(task_folder / task, one / task, symlinks=True)
+    patch = solution_patch(one / task)
+    fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{patch}EOF\n```"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({"*": [fix, "THOUGHT: check.\n\n```bash\ngit diff --stat\n```"]}))
+    out = tmp_path / "simulated"
+    s = _run(
+        one, out, "scripted", replies=str(replies), environment="simulated", simulator="smollm2", simulator_tokens=8
+    )
+    # The real shadow repository was fixed, so the real verifier scores 1.0 whatever the agent saw.
+    assert s["scored_trials"] == 1 and s["pass_at_1"] == 1.0
+    [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
+    assert [t["command"] for t in episode["turns"]] == [fix.split("```bash\n")[1][:-4], "git diff --stat"]
+    assert episode["turns"][0]["real"] == "" and "1 file changed" in episode["turns"][1]["real"]
+    assert all(t["sim_tokens"] <= 8 for t in episode["turns"]) and episode["reward"] == 1.0
+    trajectory = json.loads(next((out / "jobs").rglob("trajectory.json")).read_text())
+    shown = [m["content"] for m in trajectory["messages"][3::2]]
+    assert shown == ["Observation: " + t["simulated"] for t in episode["turns"]]  # the agent saw the simulator
+    assert s["closed_loop"]["episodes"] == 1 and s["closed_loop"]["turns"] == 2

@@ -32,6 +32,7 @@ from terminalworld.options import option
 
 JOB_NAME = "agent-eval"
 SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor_env:SandboxEnvironment"
+SIMULATED_ENVIRONMENT = "terminalworld.agent.harbor_env:SimulatedEnvironment"
 SWE_ZERO_AGENT = "terminalworld.agent.harbor_agent:SweZeroAgent"
 
 
@@ -45,7 +46,13 @@ class AgentEvalConfig:
     model: str | None = option(None, help="checkpoint folder, GGUF file or asset name (--agent model)")
     endpoint: str | None = option(None, help="OpenAI-compatible base URL serving the model, instead of --model")
     served_model: str = option("model", help="the model's name at --endpoint")
-    environment: Literal["sandbox", "daytona"] = option("sandbox", help="where commands run (daytona: DAYTONA_API_KEY)")
+    environment: Literal["sandbox", "daytona", "simulated"] = option(
+        "sandbox",
+        help="where commands run (daytona: DAYTONA_API_KEY; simulated: a simulator answers, the sandbox shadows)",
+    )
+    simulator: str | None = option(None, help="checkpoint answering the agent's commands (--environment simulated)")
+    simulator_endpoint: str | None = option(None, help="OpenAI-compatible URL serving the simulator, instead")
+    simulator_tokens: int = option(1024, help="the simulator's cap per output")
     replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
     n_attempts: int = option(1)
     n_concurrent: int = option(2, help="trials in parallel")
@@ -74,6 +81,9 @@ def job_spec(cfg: AgentEvalConfig, *, out: Path, endpoint: dict[str, Any], bwrap
     """The Harbor job `harbor_job` runs: Harbor's environment, agent and dataset config sections."""
     if cfg.environment == "sandbox":
         environment = {"import_path": SANDBOX_ENVIRONMENT, "kwargs": {"bwrap": bwrap}}
+    elif cfg.environment == "simulated":
+        kwargs = {"bwrap": bwrap, **endpoint.pop("simulator"), "max_tokens": cfg.simulator_tokens}
+        environment = {"import_path": SIMULATED_ENVIRONMENT, "kwargs": kwargs}
     else:  # Harbor's Daytona backend builds each task's Dockerfile remotely
         environment = {"type": "daytona", "force_build": True, "kwargs": {"auto_snapshot": True}}
     if cfg.agent in ("oracle", "nop"):
@@ -125,6 +135,22 @@ def _endpoint(cfg: AgentEvalConfig):
         yield {}
 
 
+@contextlib.contextmanager
+def _simulator(cfg: AgentEvalConfig):
+    """The simulated environment's endpoint: a given one, or a loopback server over `--simulator`."""
+    if cfg.environment != "simulated":
+        yield {}
+    elif cfg.simulator_endpoint:
+        yield {"simulator": {"simulator_api": cfg.simulator_endpoint, "simulator_model": "simulator"}}
+    elif cfg.simulator:
+        from terminalworld.agent.serve import ChatModel, serving
+
+        with serving(ChatModel(cfg.simulator, context_tokens=cfg.context_tokens, dtype=cfg.dtype)) as url:
+            yield {"simulator": {"simulator_api": url, "simulator_model": Path(cfg.simulator).name}}
+    else:
+        raise InputError("--environment simulated needs --simulator or --simulator-endpoint")
+
+
 def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     """Run (or resume) the Harbor job and write trial rows and the summaries; returns the summary."""
     local = not cfg.tasks.startswith("registry:")
@@ -132,14 +158,14 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
         raise InputError(f"--tasks {cfg.tasks}: not a folder")
     n_tasks = len(_task_names(Path(cfg.tasks))) if local else None
     bwrap = None
-    if cfg.environment == "sandbox":
+    if cfg.environment in ("sandbox", "simulated"):
         check_available()
         bwrap = bwrap_path()
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     python = runtime.harbor_python()
-    with _endpoint(cfg) as endpoint:
-        spec = job_spec(cfg, out=out, endpoint=endpoint, bwrap=bwrap)
+    with _endpoint(cfg) as endpoint, _simulator(cfg) as simulator:
+        spec = job_spec(cfg, out=out, endpoint={**endpoint, **simulator}, bwrap=bwrap)
         # The loopback port changes between runs; Harbor resumes only an identical config.
         _forget_endpoint(out / "jobs" / JOB_NAME, endpoint)
         write_json(str(out / "job_spec.json"), spec)
@@ -163,6 +189,14 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
             f.write(dumps_row(row))
+    if cfg.environment == "simulated":
+        from terminalworld.sim.closed_loop import harbor_loop, loop_summary
+
+        episodes = harbor_loop(job)
+        with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
+            for e in episodes:
+                f.write(dumps_row(e.row()))
+        summary["closed_loop"] = loop_summary(episodes, [], [])
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

@@ -96,6 +96,7 @@ class SweZeroAgent(BaseAgent):
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         """One episode on `instruction`; tokens, outcome and timings go to `context`."""
         episode = Episode(system=TASK_SYSTEM_PROMPT, task=instruction, config=self.harness)
+        simulated = getattr(environment, "answer", None)
         scripted = None
         if self.script is not None:
             scripted = iter(self.script.get(environment.environment_name, self.script.get("*", [])))
@@ -125,9 +126,12 @@ class SweZeroAgent(BaseAgent):
                 command = episode.act(reply)
                 if command is not None and episode.outcome == "running":
                     start = time.monotonic()
-                    result = await environment.exec(command, timeout_sec=self.command_timeout_s)
+                    if simulated is not None:  # a simulator answers; the command also runs for real
+                        output = await simulated(command, episode.task, timeout_sec=self.command_timeout_s)
+                    else:
+                        output = (await environment.exec(command, timeout_sec=self.command_timeout_s)).stdout or ""
                     seconds["command_s"] += time.monotonic() - start
-                    episode.observe(result.stdout or "")
+                    episode.observe(output)
         finally:
             context.metadata = {
                 "outcome": episode.outcome,

@@ -18,16 +18,22 @@ leaves its command to that limit.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import shutil
 import tempfile
+import time
+import urllib.request
 from pathlib import Path, PurePosixPath
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
+from terminalworld.core.views import sim_messages
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
+from terminalworld.pipeline.artifacts import SHADOW_LOG
 
 BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
 LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")  # Harbor writes there without creating them
@@ -125,3 +131,54 @@ class SandboxEnvironment(BaseEnvironment):
         script = f"cd {shlex.quote(cwd)} && {{ {exports}{command}\n}}" if cwd else f"{exports}{command}"
         result = await asyncio.to_thread(self._sandbox.run, script, timeout_s=timeout_sec or None)
         return ExecResult(stdout=result.output, stderr="", return_code=result.returncode)
+
+
+class SimulatedEnvironment(SandboxEnvironment):
+    """The sandbox environment whose agent commands a simulator answers (tier 3 through Harbor).
+
+    The project's agent sends each of its commands to `answer` when the environment has one: the
+    command runs for real in the sandbox (the shadow, whose repository Harbor's verifier grades at the
+    end) and the simulator, an OpenAI-compatible endpoint serving a checkpoint, generates its output in
+    the sim framing (`core.views.sim_messages`: the task and each command as user turns, each output
+    as the reply); the agent sees the simulated output. Every other `exec` (Harbor's setup, the
+    verifier) is real. Each answered command appends a row to the trial's `agent/shadow.jsonl`:
+    the command, both outputs, and the seconds and tokens of each side."""
+
+    def __init__(self, *args, simulator_api: str, simulator_model: str = "simulator", max_tokens: int = 1024, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._api, self._model, self._max_tokens = simulator_api, simulator_model, max_tokens
+        self._turns: list[Turn] = []
+
+    @staticmethod
+    def type() -> str:
+        """The environment's type name in Harbor's records."""
+        return "terminalworld-simulated"
+
+    def _simulate(self, task: str, command: str) -> tuple[str, int]:
+        traj = Trajectory("shadow", None, None, task, (*self._turns, Turn(command, OBSERVATION_PREFIX)), "shadow")
+        messages = [{"role": m.role, "content": m.content} for m in sim_messages(traj)[:-1]]
+        body = {"model": self._model, "messages": messages, "max_tokens": self._max_tokens, "temperature": 0.0}
+        request = urllib.request.Request(
+            f"{self._api.rstrip('/')}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=3600) as response:
+            answer = json.loads(response.read())
+        text = answer["choices"][0]["message"]["content"]
+        return text.removeprefix(OBSERVATION_PREFIX), (answer.get("usage") or {}).get("completion_tokens", 0)
+
+    async def answer(self, command: str, task: str, timeout_sec: float | None = None) -> str:
+        """The simulated output of the agent's `command`, after running it for real in the shadow."""
+        start = time.monotonic()
+        real = await self.exec(command, timeout_sec=timeout_sec)
+        real_s = time.monotonic() - start
+        start = time.monotonic()
+        simulated, tokens = await asyncio.to_thread(self._simulate, task, command)
+        sim_s = time.monotonic() - start
+        self._turns.append(Turn(command, OBSERVATION_PREFIX + simulated))
+        row = {"command": command, "simulated": simulated, "real": real.stdout or ""}
+        row |= {"sim_seconds": sim_s, "sim_tokens": tokens, "real_seconds": real_s}
+        with open(self.trial_paths.agent_dir / SHADOW_LOG, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return simulated

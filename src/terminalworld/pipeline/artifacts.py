@@ -31,7 +31,8 @@ AGENT_SUMMARY = "summary.json"  # an agent grade's pass@1, pass@k and counts
 ECHO_ARM = "arm.json"  # one ECHO arm's steps and held-out cross-entropies
 HF_EXPORT = "hf"
 PROBES_FILE = "probes.jsonl"  # a probe set's rows (the held-out schema plus `family`)
-SIM_ROWS = "sim_eval.jsonl"  # a simulator grade's rows, its summary last  # a checkpoint artifact's final HF export (tokenizer and chat template included)
+SIM_ROWS = "sim_eval.jsonl"  # a simulator grade's rows, its summary last
+SHADOW_LOG = "shadow.jsonl"  # a simulated Harbor trial's commands, simulated and real outputs (its agent folder)  # a checkpoint artifact's final HF export (tokenizer and chat template included)
 
 
 def heldout(n: int) -> str:

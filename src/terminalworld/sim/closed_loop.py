@@ -10,12 +10,14 @@ the task's real verifier runs on the shadow repository: the agent believed it wa
 submitted (after what the simulator showed it), and the verifier says whether that was true.
 
 The sim-to-real gap compares that reward with the reward of the same agent, with the same seeds,
-acting against the real sandbox alone (`real_episode`). The agent is anything with `reply(messages)`:
+acting against the real sandbox alone (`real_episode`). The same loop runs inside Harbor with
+`agent-eval --environment simulated` (`agent.harbor_env.SimulatedEnvironment`), read by `harbor_loop`. The agent is anything with `reply(messages)`:
 a model served in process (`ModelAgent`) or a script (`ScriptedAgent`, e.g. the solver's plan).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -216,3 +218,34 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
         else None,
         "sandbox_seconds_per_episode": (sum(real_seconds) / len(real_rewards)) if real_rewards else None,
     }
+
+
+def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
+    """The closed-loop episodes of a Harbor job run in the simulated environment: each trial's
+    `agent/shadow.jsonl`, its outcome, and the reward Harbor's verifier gave its shadow repository."""
+    from terminalworld.agent.results import trial_row
+    from terminalworld.pipeline.artifacts import SHADOW_LOG
+
+    episodes = []
+    for log in sorted(job_dir.glob(f"*/agent/{SHADOW_LOG}")):
+        trial = log.parent.parent
+        row = trial_row(json.loads((trial / "result.json").read_text()))
+        meta = json.loads((trial / "agent" / "trajectory.json").read_text())["metadata"]
+        turns = []
+        for line in log.read_text().splitlines():
+            t = json.loads(line)
+            turns.append(
+                LoopTurn(
+                    t["command"],
+                    t["simulated"],
+                    t["real"],
+                    similarity(t["simulated"], t["real"]),
+                    t["sim_seconds"],
+                    t["sim_tokens"],
+                    t["real_seconds"],
+                )
+            )
+        episodes.append(
+            LoopEpisode(task=row["task"], outcome=meta["outcome"], turns=turns, reward=row["reward"] or 0.0)
+        )
+    return episodes
