@@ -133,7 +133,7 @@ def test_snapshot_copies_the_report_and_its_upstream_records(tmp_path):
     copied = dest / REPORT.relative_to(SNAPSHOT)
     assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in REPORT.iterdir())
     records = sorted(p.parent.relative_to(dest).as_posix() for p in dest.rglob(RECORD))
-    assert len(records) == 1 + len(upstream(find_reports(str(REPORT))[0])) == 22
+    assert len(records) == 1 + len(upstream(find_reports(str(REPORT))[0])) == 32
     assert json.loads((dest / SNAPSHOT_MANIFEST).read_text())["reports"] == [
         f"terminalworld/reports/world-model-probe@{VERSION}"
     ]
@@ -166,7 +166,8 @@ def test_every_report_type_has_a_page_without_results(tmp_path):
     page = _build(docs, [])
     assert '!!! note "No results yet"' in page
     assert {p.name for p in (docs / "reference").glob("*.md")} == {
-        f"{s}.md" for s in ("index", "core", "env", "corpus", "tasks", "train", "eval", "agent", "report", "pipeline")
+        f"{s}.md"
+        for s in ("index", "core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")
     }
     assert "::: terminalworld.agent.harbor_env" in (docs / "reference" / "agent.md").read_text()
     assert "::: terminalworld.core.render" in (docs / "reference" / "core.md").read_text()

@@ -121,6 +121,11 @@ def _ci(c: dict[str, Any]) -> str:
     return f"{c['mean']:+.4f} [{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}]"
 
 
+def _in_order(arms: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The arms in `ARMS` order (a report read back from JSON has its keys sorted)."""
+    return [(a, arms[a]) for a in ARMS if a in arms]
+
+
 def echo_markdown(table: dict[str, Any]) -> str:
     """The report as Markdown: the arms' table, the departures and the notes."""
     lines = [
@@ -133,7 +138,7 @@ def echo_markdown(table: dict[str, Any]) -> str:
         "| vs GRPO | s/step |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, a in table["arms"].items():
+    for name, a in _in_order(table["arms"]):
         zv = float(np.mean(a["zero_variance_groups_per_step"]))
         vs = _ci(a["env_ce_vs_grpo"]) if "env_ce_vs_grpo" in a else "—"
         lam = f"{a['lam']:g}" + (" (alone)" if a["env_only"] else "")
@@ -149,7 +154,7 @@ def echo_markdown(table: dict[str, Any]) -> str:
         "| arm | generation | sandbox | forward/backward |",
         "|---|---:|---:|---:|",
     ]
-    for name, a in table["arms"].items():
+    for name, a in _in_order(table["arms"]):
         s = a["seconds_per_step"]
         lines.append(f"| {name} | {s['generation']:.2f} | {s['sandbox']:.2f} | {s['forward_backward']:.2f} |")
     if table["departures_from_paper"]:
@@ -169,7 +174,7 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    arms = table["arms"]
+    arms = dict(_in_order(table["arms"]))
     written = []
     for key, name, label in (
         ("reward_per_step", "reward_per_step.png", "mean reward"),

@@ -53,6 +53,20 @@ class Page:
         self.add(f"| {' | '.join(cols)} |", f"|{rule}|", *(f"| {' | '.join(map(cell, r))} |" for r in rows), "")
         self.tables.append([cell(r[0]) for r in rows])
 
+    def markdown(self, text: str) -> None:
+        """Append Markdown written elsewhere (a report's own `.md`), noting its tables' first-column
+        labels as `table` does."""
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith("|") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+                rows = []
+                for row in lines[i + 2 :]:
+                    if not row.startswith("|"):
+                        break
+                    rows.append(row.split("|")[1].strip())
+                self.tables.append(rows)
+        self.add(*lines)
+
     def image(self, src: str, dest: str, caption: str) -> None:
         """Show the image `src` (any fsspec path), copied to `dest` (relative to the page) on `write`."""
         self.assets[dest] = src
@@ -155,7 +169,7 @@ def probe_page(report: Artifact, page: Page, assets: str) -> None:
     if sim := m.get("sim"):
         from terminalworld.report.simgrade import sim_markdown
 
-        page.add(*sim_markdown(sim).replace("## Simulator grade", "### Simulator grade").split("\n"))
+        page.markdown(sim_markdown(sim).replace("## Simulator grade", "### Simulator grade"))
     for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
         if name.endswith(".png"):
             page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))
@@ -198,7 +212,7 @@ def echo_page(report: Artifact, page: Page, assets: str) -> None:
     from terminalworld.report.echo import PLOTS, REPORT_FILE, echo_markdown
 
     t = read_json_at(report.path, REPORT_FILE)
-    page.add(*echo_markdown(t).split("\n")[2:])
+    page.markdown("\n".join(echo_markdown(t).split("\n")[2:]))
     for name in t.get("plots", []):
         page.image(posixpath.join(report.path, name), f"{assets}/{name}", PLOTS.get(name, name))
 

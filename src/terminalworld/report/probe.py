@@ -144,7 +144,9 @@ def write_comparison(
         table["agent"] = joint_table(table["checkpoints"], grades)
         text += "\n" + joint_markdown(table["agent"])
     if sims:
-        table["sim"] = sim_table(sims)
+        order = [c["name"] for c in table["checkpoints"]]
+        ordered = sorted(sims.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+        table["sim"] = sim_table(dict(ordered))
         text += "\n" + sim_markdown(table["sim"])
     os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "metrics.json"), table)

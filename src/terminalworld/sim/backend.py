@@ -34,7 +34,8 @@ class Generator(Protocol):
 
     def generate(
         self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
-    ) -> list[list[int]]: ...
+    ) -> list[list[int]]:
+        """Token ids generated after each prompt (at most `max_new_tokens`, through the first stop token)."""
 
 
 def stop_ids(tokenizer) -> list[int]:
@@ -53,6 +54,7 @@ class HFGenerator:
     def generate(
         self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
     ) -> list[list[int]]:
+        """Token ids generated after each prompt (at most `max_new_tokens`, through the first stop token)."""
         import torch
 
         out: list[list[int]] = []
@@ -90,6 +92,7 @@ class VLLMGenerator:
     def generate(
         self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
     ) -> list[list[int]]:
+        """Token ids generated after each prompt (at most `max_new_tokens`, through the first stop token)."""
         from vllm import SamplingParams, TokensPrompt
 
         params = SamplingParams(

@@ -43,7 +43,8 @@ DIVERGED_BELOW = 1.0  # a turn diverges when its simulated output is not exactly
 class Agent(Protocol):
     """Replies to the conversation so far."""
 
-    def reply(self, messages: list[dict[str, str]]) -> str: ...
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        """The agent's next reply to `messages` (empty when it has nothing more to say)."""
 
 
 @dataclass
@@ -54,6 +55,7 @@ class ScriptedAgent:
     _next: int = 0
 
     def reply(self, messages: list[dict[str, str]]) -> str:
+        """The agent's next reply to `messages` (empty when it has nothing more to say)."""
         self._next += 1
         return self.replies[self._next - 1] if self._next <= len(self.replies) else ""
 
@@ -66,6 +68,7 @@ class ModelAgent:
     harness: HarnessConfig
 
     def reply(self, messages: list[dict[str, str]]) -> str:
+        """The agent's next reply to `messages` (empty when it has nothing more to say)."""
         request = {
             "messages": messages,
             "max_tokens": self.harness.max_tokens_per_turn,

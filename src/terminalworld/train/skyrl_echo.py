@@ -54,6 +54,8 @@ class EchoAlgorithmConfig(AlgorithmConfig):
 
 @dataclass
 class EchoTrainerConfig(TrainerConfig):
+    """SkyRL's trainer config with ECHO's algorithm config."""
+
     algorithm: EchoAlgorithmConfig = field(default_factory=EchoAlgorithmConfig)
 
 
@@ -64,9 +66,11 @@ class EchoFSDPPolicyWorkerBase(FSDPPolicyWorkerBase):
     """The FSDP policy worker with λ·L_Env through PR #1716's hooks."""
 
     def get_aux_policy_loss_context(self, data) -> dict[str, Any]:
+        """Each micro-batch's weight: one over the data-parallel shard's size (FSDP averages over ranks)."""
         return {"weight": 1.0 / max(len(data), 1)}
 
     def compute_aux_policy_loss(self, *, action_log_probs, experience, loss_config, aux_policy_loss_context, **_):
+        """λ·L_Env of the micro-batch from the policy forward's own log-probabilities (None without world masks)."""
         extras = experience.extras or {}
         if WORLD_MASK not in extras:
             return None, {}
@@ -127,11 +131,13 @@ class EchoTrainer(RayPPOTrainer):
     """Carries O′ and |O| into the training batch; env-only samples lose their policy loss mask."""
 
     def postprocess_generator_output(self, generator_output: GeneratorOutput, uids):
+        """Env-only runs train no policy term: every sample's policy loss mask is zeroed."""
         if self.cfg.trainer.algorithm.world_model_only:
             generator_output["loss_masks"] = [[0] * len(m) for m in generator_output["loss_masks"]]
         return super().postprocess_generator_output(generator_output, uids)
 
     def convert_to_training_input(self, generator_output: GeneratorOutput, uids):
+        """SkyRL's batch plus O′ and |O| as right-aligned tensors, zero-padded like the batch."""
         batch = super().convert_to_training_input(generator_output, uids)
         samples = [
             {"response_ids": r, "world_loss_masks": m, "world_full_observation_counts": c}
@@ -189,6 +195,7 @@ class EchoGenerator(GeneratorInterface):
         return generator_sample(rollout, reward=reward)
 
     async def generate(self, input_batch: GeneratorInput) -> GeneratorOutput:
+        """One harness episode per prompt, concurrently, as SkyRL's generator output."""
         sampling = dict(input_batch.get("sampling_params") or {})
         extras = input_batch["env_extras"]
         samples = await asyncio.gather(*(self._episode(Path(e["task_dir"]), sampling) for e in extras))
@@ -202,6 +209,7 @@ class EchoExp(BasePPOExp):
     """SkyRL's experiment with ECHO's workers, trainer and generator."""
 
     def get_worker_classes(self):
+        """ECHO's policy worker for the configured strategy, SkyRL's critic and reference workers."""
         if self.cfg.trainer.strategy == "megatron":
             from skyrl.backends.skyrl_train.workers.megatron.megatron_worker import (
                 CriticWorker as MegatronCritic,
@@ -214,6 +222,7 @@ class EchoExp(BasePPOExp):
         return ray.remote(num_gpus=1)(EchoFSDPPolicyWorkerBase), CriticWorker, RefWorker
 
     def get_generator(self, cfg, tokenizer, inference_engine_client):
+        """The project's harness as the generator."""
         return EchoGenerator(
             generator_cfg=cfg.generator, tokenizer=tokenizer, inference_engine_client=inference_engine_client
         )
@@ -221,6 +230,7 @@ class EchoExp(BasePPOExp):
     def get_trainer(
         self, cfg, tracker, tokenizer, train_dataset, eval_dataset, inference_engine_client, generator, colocate_pg
     ):
+        """The trainer that carries the world masks."""
         return EchoTrainer(
             cfg=cfg,
             tracker=tracker,
