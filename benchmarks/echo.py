@@ -47,25 +47,9 @@ def batch(tokenizer_name: str):
 
 
 def policy(name: str, vocab: int):
-    import torch
+    from terminalworld.core.assets import load_hf_model, local_model_path, tiny_qwen3
 
-    if name != "tiny":
-        from terminalworld.core.assets import load_hf_model, local_model_path
-
-        return load_hf_model(local_model_path(name), "float32")
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(0)
-    cfg = Qwen3Config(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-    )
-    return Qwen3ForCausalLM(cfg)
+    return tiny_qwen3(vocab) if name == "tiny" else load_hf_model(local_model_path(name), "float32")
 
 
 def main(argv: list[str] | None = None) -> dict:

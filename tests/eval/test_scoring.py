@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from terminalworld.core.assets import load_hf_model, load_tokenizer, local_model_path
+from terminalworld.core.assets import load_hf_model, load_tokenizer, local_model_path, tiny_qwen3
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import heldout_row, heldout_trajectory
 from terminalworld.core.trajectories import extract_command
@@ -39,21 +39,7 @@ def smollm2():
     compares the scorer with an independent computation on the same weights, true for any weights."""
     if not os.environ.get("TERMINALWORLD_TINY_SCORING_MODEL"):
         return load_hf_model(local_model_path("smollm2"), "float32")
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=len(load_tokenizer("smollm2")),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=8192,
-    )
-    return Qwen3ForCausalLM(config).eval()
+    return tiny_qwen3(len(load_tokenizer("smollm2"))).eval()
 
 
 def scored_rows(path):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from terminalworld.core.assets import load_tokenizer
+from terminalworld.core.assets import load_tokenizer, tiny_qwen3
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import Trajectory
@@ -19,23 +19,6 @@ from terminalworld.train.echo_loss import EchoLossConfig, echo_loss, grpo_advant
 from terminalworld.train.echo_step import env_cross_entropy, sequence_logprobs, update
 from terminalworld.train.rollout import replayed
 from tests.conftest import SWE_ZERO
-
-
-def tiny_policy(vocab: int, seed: int = 0):
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(seed)
-    config = Qwen3Config(
-        vocab_size=vocab,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=16,
-        max_position_embeddings=8192,
-    )
-    return Qwen3ForCausalLM(config)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +45,7 @@ def batch():
 
 
 def _train(tok, rollouts, advantages, loss, steps=4, lr=3e-3):
-    model = tiny_policy(len(tok))
+    model = tiny_qwen3(len(tok))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     before = env_cross_entropy(model, rollouts)
     for _ in range(steps):
@@ -98,7 +81,7 @@ def test_env_ce_falls_under_echo_and_env_only_clearly_more_than_under_grpo(batch
 def test_update_is_the_mean_over_sequences_of_one_forward_each(batch):
     tok, rollouts, advantages = batch
     cfg = EchoLossConfig(lam=0.05)
-    model = tiny_policy(len(tok))
+    model = tiny_qwen3(len(tok))
     # The batch loss as `echo_loss` defines it, on one padded forward of the whole batch.
     width = max(len(r.ids) for r in rollouts)
 
@@ -137,7 +120,7 @@ def test_update_is_the_mean_over_sequences_of_one_forward_each(batch):
 
 def test_env_cross_entropy_is_the_mean_over_o_prime_tokens(batch):
     tok, rollouts, _ = batch
-    model = tiny_policy(len(tok)).eval()
+    model = tiny_qwen3(len(tok)).eval()
     r = rollouts[0]
     with torch.no_grad():
         logp = sequence_logprobs(model, r, 1.0)[0]
@@ -158,7 +141,7 @@ def test_a_sandbox_rollout_is_the_policys_tokens_rewarded_by_the_tasks_tests(wor
     task = workdir / "tasks" / manifest["tasks"][0]["task_id"]
     tok = load_tokenizer("smollm2")
     renderer = Renderer(tok)
-    model = tiny_policy(len(tok)).eval()
+    model = tiny_qwen3(len(tok)).eval()
     harness = HarnessConfig(max_turns=2, context_tokens=4096, max_tokens_per_turn=16, temperature=0.8)
     args = dict(model=model, renderer=renderer, task_dir=task, group=0, harness=harness, sandbox=SandboxConfig())
     a, b, c = collect(seed=1, **args), collect(seed=1, **args), collect(seed=2, **args)

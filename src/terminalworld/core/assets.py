@@ -158,3 +158,24 @@ def load_hf_model(path: str, dtype: str):
 
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
     return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+
+
+def tiny_qwen3(vocab_size: int, seed: int = 0):
+    """A randomly initialised 2-layer, 32-wide HF Qwen3 over `vocab_size` tokens: the stand-in model of
+    CPU tests and smoke runs, where any weights serve because the result is checked against an
+    independent computation on the same weights."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        max_position_embeddings=8192,
+    )
+    return Qwen3ForCausalLM(config)
