@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import types
 import typing
 from collections.abc import Sequence
 from typing import Any, Literal
+
+from terminalworld.errors import InputError
 
 
 def option(
@@ -107,3 +110,15 @@ def from_args[T](cls: type[T], args: argparse.Namespace, **fixed: Any) -> T:
             continue
         values[f.name] = value
     return cls(**values)
+
+
+def named_files(pairs: list[str], flag: str, what: str) -> list[tuple[str, str]]:
+    """`NAME=PATH` flag values as (name, path); raises `InputError` naming `flag` and `what` the path
+    should be when a value is not of that form or its file does not exist."""
+    out = []
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not os.path.isfile(path):
+            raise InputError(f"{flag} {pair}: expected NAME=PATH to {what}")
+        out.append((name, path))
+    return out

@@ -18,23 +18,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
+from terminalworld.agent.chat_client import ContextLengthExceededError, chat_completion
 from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 
 VERSION = "1"
-
-
-class ContextLengthExceededError(Exception):
-    """The endpoint refused the prompt as longer than the model's context: the episode ends there
-    and the verifier grades what the agent did (an agent's failure, not the infrastructure's)."""
 
 
 class SweZeroAgent(BaseAgent):
@@ -73,25 +67,7 @@ class SweZeroAgent(BaseAgent):
             "max_tokens": self.harness.max_tokens_per_turn,
             "seed": self.harness.seed,
         }
-        request = urllib.request.Request(
-            f"{self.api_base.rstrip('/')}/chat/completions",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=3600) as response:
-                answer = json.loads(response.read())
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode(errors="replace")
-            if e.code == 400 and "context" in detail.lower():
-                raise ContextLengthExceededError(detail) from None
-            raise
-        usage = answer.get("usage") or {}
-        return (
-            answer["choices"][0]["message"]["content"],
-            usage.get("prompt_tokens", 0),
-            usage.get("completion_tokens", 0),
-        )
+        return chat_completion(self.api_base, body)
 
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         """One episode on `instruction`; tokens, outcome and timings go to `context`."""

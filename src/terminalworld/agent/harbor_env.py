@@ -24,12 +24,12 @@ import shlex
 import shutil
 import tempfile
 import time
-import urllib.request
 from pathlib import Path, PurePosixPath
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
+from terminalworld.agent.chat_client import chat_completion
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.core.views import sim_messages
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
@@ -158,15 +158,8 @@ class SimulatedEnvironment(SandboxEnvironment):
         traj = Trajectory("shadow", None, None, task, (*self._turns, Turn(command, OBSERVATION_PREFIX)), "shadow")
         messages = [{"role": m.role, "content": m.content} for m in sim_messages(traj)[:-1]]
         body = {"model": self._model, "messages": messages, "max_tokens": self._max_tokens, "temperature": 0.0}
-        request = urllib.request.Request(
-            f"{self._api.rstrip('/')}/chat/completions",
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=3600) as response:
-            answer = json.loads(response.read())
-        text = answer["choices"][0]["message"]["content"]
-        return text.removeprefix(OBSERVATION_PREFIX), (answer.get("usage") or {}).get("completion_tokens", 0)
+        text, _, tokens = chat_completion(self._api, body)
+        return text.removeprefix(OBSERVATION_PREFIX), tokens
 
     async def answer(self, command: str, task: str, timeout_sec: float | None = None) -> str:
         """The simulated output of the agent's `command`, after running it for real in the shadow."""

@@ -17,9 +17,7 @@ import gzip
 import hashlib
 import json
 import random
-import shutil
 import subprocess
-import tempfile
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -112,12 +110,9 @@ def plan(task: Path, rng: random.Random) -> list[Step]:
 def _fixed(task: Path, path: str) -> str:
     """The file as the task's reference solution leaves it (its patch applied to a scratch copy)."""
     patch = layout.solution_patch(task)
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copytree(task / layout.REPO_DIR, f"{tmp}/repo", symlinks=True)
-        subprocess.run(
-            ["git", "apply", "-"], input=patch, text=True, cwd=f"{tmp}/repo", check=True, capture_output=True
-        )
-        return Path(f"{tmp}/repo/{path}").read_text()
+    with layout.repo_copy(task) as repo:
+        subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=repo, check=True, capture_output=True)
+        return (repo / path).read_text()
 
 
 def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Trajectory:
@@ -125,11 +120,7 @@ def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Traj
     rng = random.Random(f"{seed}:{task.name}")
     meta = tomllib.loads((task / "task.toml").read_text())["metadata"]
     steps = plan(task, rng)
-    work = Path(tempfile.mkdtemp(prefix="tw-solve-", dir=workspace_root()))
-    work.chmod(0o711)
-    try:
-        repo = work / "repo"
-        shutil.copytree(task / layout.REPO_DIR, repo, symlinks=True)
+    with layout.repo_copy(task, prefix="tw-solve-", dir=workspace_root()) as repo:
         sandbox = Sandbox(str(repo), sandbox_config)
         turns = []
         for step in steps:
@@ -137,8 +128,6 @@ def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Traj
             normalize_times(repo)
             turns.append(Turn(action_message(step), OBSERVATION_PREFIX + result.output))
         reward = layout.verify(task, repo)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return Trajectory(
         instance_id=f"solve-{task.name}",
         repo=meta["repo"],

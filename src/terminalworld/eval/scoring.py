@@ -288,13 +288,18 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
         scorer = VLLMScorer(path, cfg.dtype)
     else:
         scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
-    name = cfg.model_name or os.path.basename(cfg.model_path.rstrip("/"))
+    name = model_label(cfg.model_name, cfg.model_path)
     return resumable_rows(
         cfg.out,
         [r["instance_id"] for r in rows],
         lambda done: score_rows(cfg, scorer, renderer, rows, done),
         lambda results: summarize(results, cfg, name),
     )
+
+
+def model_label(model_name: str | None, model_path: str) -> str:
+    """The name a summary gives a model: the one asked for, else its folder's (or file's) name."""
+    return model_name or os.path.basename(model_path.rstrip("/"))
 
 
 def resumable_rows(

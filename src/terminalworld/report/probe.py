@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
-from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
-from terminalworld.options import option
+from terminalworld.options import named_files, option
 from terminalworld.report.figures import save_plot
 from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
 from terminalworld.report.simgrade import read_sims, sim_markdown, sim_plots, sim_table
@@ -163,13 +162,7 @@ def write_comparison(
 
 def read_grades(pairs: list[str]) -> dict[str, dict[str, Any]]:
     """`NAME=PATH` pairs of agent-eval summaries, read; raises `InputError` on a bad pair or file."""
-    grades = {}
-    for pair in pairs:
-        name, sep, path = pair.partition("=")
-        if not sep or not os.path.isfile(path):
-            raise InputError(f"--agent {pair}: expected NAME=PATH to an agent-eval summary.json")
-        grades[name] = read_json(path)
-    return grades
+    return {name: read_json(path) for name, path in named_files(pairs, "--agent", "an agent-eval summary.json")}
 
 
 @dataclass(frozen=True)

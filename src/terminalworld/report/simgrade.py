@@ -5,10 +5,10 @@ episodes first diverge), from `sim-eval` outputs (the summary is each file's las
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from terminalworld.errors import InputError
+from terminalworld.options import named_files
 from terminalworld.report.figures import save_plot
 
 WEAK = (
@@ -34,10 +34,7 @@ def read_summary(path: str) -> dict[str, Any]:
 def read_sims(pairs: list[str]) -> dict[str, dict[int, dict[str, Any]]]:
     """`NAME=PATH` pairs of `sim-eval` outputs, read into {checkpoint: {tier: summary}}."""
     sims: dict[str, dict[int, dict[str, Any]]] = {}
-    for pair in pairs:
-        name, sep, path = pair.partition("=")
-        if not sep or not os.path.isfile(path):
-            raise InputError(f"--sim {pair}: expected NAME=PATH to a sim-eval output")
+    for name, path in named_files(pairs, "--sim", "a sim-eval output"):
         summary = read_summary(path)
         sims.setdefault(name, {})[summary["tier"]] = summary
     return sims

@@ -150,8 +150,7 @@ class Simulator:
         begin = start + (len(OBSERVATION_PREFIX) if content.startswith(OBSERVATION_PREFIX) else 0)
         ends = r.offsets[:, 1]
         cut = int(np.searchsorted(ends, begin, side="right"))
-        text = self.renderer.template_text(r.messages)
-        return r.input_ids[:cut].tolist(), text[int(ends[cut - 1]) : begin]
+        return r.input_ids[:cut].tolist(), r.text[int(ends[cut - 1]) : begin]
 
     def simulate(self, requests: list[tuple[Trajectory, int]]) -> list[Simulated]:
         """The observation of each (trajectory, turn), generated; the trajectory holds the real

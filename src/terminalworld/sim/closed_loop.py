@@ -18,10 +18,7 @@ a model served in process (`ModelAgent`) or a script (`ScriptedAgent`, e.g. the 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,7 +31,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.sim.backend import Simulator
 from terminalworld.sim.fidelity import similarity
-from terminalworld.tasks.layout import REPO_DIR, verify
+from terminalworld.tasks.layout import repo_copy, verify
 
 SANDBOX = SandboxConfig()
 DIVERGED_BELOW = 1.0  # a turn diverges when its simulated output is not exactly the real one
@@ -112,6 +109,11 @@ class LoopEpisode:
         """The agent submitted: it believed, from what the simulator showed it, that it was done."""
         return self.outcome == "submitted"
 
+    @property
+    def outcome_agrees(self) -> bool:
+        """The agent's belief matches the real verifier on the shadow repository."""
+        return self.believed_solved == (self.reward >= 1.0)
+
     def row(self) -> dict[str, Any]:
         """The episode as a JSON row."""
         return {
@@ -119,17 +121,11 @@ class LoopEpisode:
             "outcome": self.outcome,
             "reward": self.reward,
             "believed_solved": self.believed_solved,
-            "outcome_agrees": self.believed_solved == (self.reward >= 1.0),
+            "outcome_agrees": self.outcome_agrees,
             "first_divergence": self.first_divergence,
             "agent_seconds": self.agent_seconds,
             "turns": [asdict(t) for t in self.turns],
         }
-
-
-def _workspace(task_dir: Path, tmp: str) -> str:
-    repo = os.path.join(tmp, "repo")
-    shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
-    return repo
 
 
 def closed_loop_episode(
@@ -143,10 +139,8 @@ def closed_loop_episode(
     """One episode of `agent` against `simulator` on the task at `task_dir`, with a real shadow."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
     out = LoopEpisode(task=task_dir.name, outcome="running")
-    with tempfile.TemporaryDirectory(prefix="tw-shadow-") as tmp:
-        os.chmod(tmp, 0o711)
-        repo = _workspace(task_dir, tmp)
-        shadow = Sandbox(repo, sandbox)
+    with repo_copy(task_dir, prefix="tw-shadow-") as repo:
+        shadow = Sandbox(str(repo), sandbox)
         turns: list[Turn] = []
         while episode.outcome == "running":
             start = time.monotonic()
@@ -155,9 +149,8 @@ def closed_loop_episode(
             if not reply:
                 break
             command = episode.act(reply)
-            if command is None or episode.outcome != "running":
-                if command is None and episode.outcome == "running":
-                    turns.append(Turn(reply, episode.messages[-1]["content"]))
+            if command is None:  # the format warning is the next message, in the simulator's history too
+                turns.append(Turn(reply, episode.messages[-1]["content"]))
                 continue
             start = time.monotonic()
             real = shadow.run(command).output
@@ -172,7 +165,7 @@ def closed_loop_episode(
             episode.observe(sim.text)
             turns.append(Turn(reply, OBSERVATION_PREFIX + sim.text))
         out.outcome = episode.outcome
-        out.reward = verify(task_dir, Path(repo), config=sandbox)
+        out.reward = verify(task_dir, repo, config=sandbox)
     return out
 
 
@@ -180,20 +173,18 @@ def real_episode(*, agent: Agent, task_dir: Path, harness: HarnessConfig, sandbo
     """The same agent against the real sandbox alone: (reward, outcome, seconds per command)."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
     seconds = []
-    with tempfile.TemporaryDirectory(prefix="tw-real-") as tmp:
-        os.chmod(tmp, 0o711)
-        repo = _workspace(task_dir, tmp)
-        box = Sandbox(repo, sandbox)
+    with repo_copy(task_dir, prefix="tw-real-") as repo:
+        box = Sandbox(str(repo), sandbox)
         while episode.outcome == "running":
             reply = agent.reply(episode.messages)
             if not reply:
                 break
             command = episode.act(reply)
-            if command is not None and episode.outcome == "running":
+            if command is not None:
                 start = time.monotonic()
                 episode.observe(box.run(command).output)
                 seconds.append(time.monotonic() - start)
-        return verify(task_dir, Path(repo), config=sandbox), episode.outcome, seconds
+        return verify(task_dir, repo, config=sandbox), episode.outcome, seconds
 
 
 def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_seconds: list[float]) -> dict[str, Any]:
@@ -209,7 +200,7 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
         "turn_similarity": mean(t.similarity for t in turns) if turns else None,
         "diverged_episodes": sum(f is not None for f in first),
         "first_divergence": first,
-        "outcome_agreement": mean(e.believed_solved == (e.reward >= 1.0) for e in episodes) if episodes else None,
+        "outcome_agreement": mean(e.outcome_agrees for e in episodes) if episodes else None,
         "reward_against_simulator": sim_reward,
         "reward_against_sandbox": real_reward,
         "sim_to_real_gap": None if sim_reward is None or real_reward is None else real_reward - sim_reward,

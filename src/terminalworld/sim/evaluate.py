@@ -13,7 +13,6 @@ length bucket, and the per-depth means.
 
 from __future__ import annotations
 
-import os
 import random
 import statistics
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, 
 from terminalworld.corpus.actions import action_message
 from terminalworld.corpus.solver import plan
 from terminalworld.errors import InputError
-from terminalworld.eval.scoring import resumable_rows
+from terminalworld.eval.scoring import model_label, resumable_rows
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulator, VLLMGenerator, stop_ids
 from terminalworld.sim.closed_loop import (
@@ -43,7 +42,7 @@ from terminalworld.sim.closed_loop import (
     real_episode,
 )
 from terminalworld.sim.fidelity import DEGENERATE_MIN_CHARS, fidelity
-from terminalworld.train.echo_run import task_order
+from terminalworld.tasks.make import task_order
 
 BUCKETS = ((200, "<=200"), (2000, "201-2000"), (None, ">2000"))  # real output length in characters
 
@@ -80,10 +79,6 @@ def bucket(chars: int) -> str:
     return next(label for limit, label in BUCKETS if limit is None or chars <= limit)
 
 
-def _target(observation: str) -> str:
-    return observation[len(OBSERVATION_PREFIX) :] if observation.startswith(OBSERVATION_PREFIX) else observation
-
-
 def _compare(generated: str, capped: bool, target: str, n_cap: int) -> dict[str, Any]:
     # Metrics read what was generated, without the cap's note.
     text = generated[: -len(CAP_NOTE.format(n=n_cap))] if capped else generated
@@ -102,7 +97,7 @@ def evaluate_rows(
         sims = sim.simulate([(traj, t) for t in turns])
         parts = []
         for t, s in zip(turns, sims, strict=True):
-            target = _target(traj.turns[t].observation)
+            target = traj.turns[t].observation.removeprefix(OBSERVATION_PREFIX)
             family = row.get("family") or command_family(extract_command(traj.turns[t].action))
             parts.append((t, s, target, family, _compare(s.text, s.capped, target, cfg.max_new_tokens)))
         _, s, target, family, scores = parts[-1]
@@ -242,7 +237,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
     def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         episodes = [_episode(r) for r in rows]
         real = [r["real"] for r in rows]
-        name = cfg.model_name or os.path.basename(cfg.model_path.rstrip("/"))
+        name = model_label(cfg.model_name, cfg.model_path)
         stats = loop_summary(episodes, [x["reward"] for x in real], [s for x in real for s in x["seconds"]])
         return {
             "_summary": True,
@@ -268,7 +263,7 @@ def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
     rows = read_heldout(path)
     if len({r["instance_id"] for r in rows}) != len(rows):
         raise InputError(f"{path}: instance ids are not unique, so rows cannot be resumed by id")
-    name = cfg.model_name or os.path.basename(cfg.model_path.rstrip("/"))
+    name = model_label(cfg.model_name, cfg.model_path)
     return resumable_rows(
         cfg.out,
         [r["instance_id"] for r in rows],

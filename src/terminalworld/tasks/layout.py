@@ -14,11 +14,13 @@ repository at /testbed and the reward read from /logs/verifier/reward.txt.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +112,17 @@ def write_task(
     (task_dir / "solution" / "solve.sh").write_text(SOLVE_SH.format(patch=patch))
     for script in ("tests/test.sh", "solution/solve.sh"):
         os.chmod(task_dir / script, 0o755)
+
+
+@contextlib.contextmanager
+def repo_copy(task_dir: Path, *, prefix: str = "tw-task-", dir: str | None = None) -> Iterator[Path]:
+    """A private copy of the task's repository in a folder every uid may traverse (a root host runs
+    the sandbox as an unprivileged uid), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=dir, ignore_cleanup_errors=True) as tmp:
+        os.chmod(tmp, 0o711)
+        repo = Path(tmp, "repo")
+        shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
+        yield repo
 
 
 def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: SandboxConfig | None = None) -> float:

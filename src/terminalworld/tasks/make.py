@@ -318,3 +318,12 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     }
     write_json(str(out / "manifest.json"), manifest)
     return manifest
+
+
+def task_order(tasks: str) -> list[Path]:
+    """The suite's task folders in its manifest's order."""
+    manifest = json.loads(Path(tasks, "manifest.json").read_text())
+    folders = [Path(tasks, t["task_id"]) for t in manifest["tasks"]]
+    if not folders:
+        raise InputError(f"{tasks}: the task suite has no tasks")
+    return folders

@@ -9,9 +9,6 @@ pure temperature sampling (no top-k, no top-p), as SkyRL's vLLM samples, seeded 
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +17,7 @@ from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.render import Renderer
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-from terminalworld.tasks.layout import REPO_DIR, verify
+from terminalworld.tasks.layout import repo_copy, verify
 from terminalworld.train.rollout import Rollout
 
 
@@ -75,11 +72,8 @@ def collect(
     rollout = Rollout(renderer)
     rollout.start(episode.system, episode.task)
     seconds = {"generation": 0.0, "sandbox": 0.0}
-    with tempfile.TemporaryDirectory(prefix="tw-rollout-") as tmp:
-        os.chmod(tmp, 0o711)
-        repo = os.path.join(tmp, "repo")
-        shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
-        shell = Sandbox(repo, sandbox)
+    with repo_copy(task_dir, prefix="tw-rollout-") as repo:
+        shell = Sandbox(str(repo), sandbox)
         while episode.outcome == "running" and episode.check_context(len(rollout.ids)):
             start = time.monotonic()
             sampled = sample(
@@ -92,7 +86,7 @@ def collect(
             )
             seconds["generation"] += time.monotonic() - start
             command = episode.act(rollout.act(sampled))
-            if command is not None and episode.outcome == "running":
+            if command is not None:
                 start = time.monotonic()
                 episode.observe(shell.run(command).output)
                 seconds["sandbox"] += time.monotonic() - start
@@ -100,7 +94,7 @@ def collect(
             if episode.messages[-1]["role"] == "user" and len(episode.messages) % 2 == 0:
                 rollout.observe(episode.messages[-1]["content"])
         start = time.monotonic()
-        reward = verify(task_dir, Path(repo), config=sandbox)
+        reward = verify(task_dir, repo, config=sandbox)
         seconds["sandbox"] += time.monotonic() - start
     return Collected(
         task=task_dir.name,

@@ -16,7 +16,6 @@ forward/backward) and the held-out cross-entropies.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from terminalworld.core.views import agent_messages
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import ECHO_ARM
+from terminalworld.tasks.make import task_order
 from terminalworld.train.echo_collect import collect
 from terminalworld.train.echo_loss import EchoLossConfig, grpo_advantages
 from terminalworld.train.echo_step import env_cross_entropy, update
@@ -68,15 +68,6 @@ class EchoRecipe:
         return EchoLossConfig(lam=0.0 if self.arm == "grpo" else self.lam, env_only=self.arm == "env-only")
 
 
-def task_order(tasks: str) -> list[Path]:
-    """The suite's task folders in its manifest's order."""
-    manifest = json.loads(Path(tasks, "manifest.json").read_text())
-    folders = [Path(tasks, t["task_id"]) for t in manifest["tasks"]]
-    if not folders:
-        raise InputError(f"{tasks}: the task suite has no tasks")
-    return folders
-
-
 def heldout_rollouts(renderer: Renderer, path: str) -> tuple[list[str], list]:
     """The held-out rows' ids and their teacher-forced rollouts."""
     rows = read_heldout(path)
@@ -108,11 +99,11 @@ def run_arm(*, policy: str, tasks: str, heldout: str, out: str, recipe: EchoReci
     for s in tqdm(range(recipe.steps), desc=f"ECHO miniature, {recipe.arm}", unit="step"):
         start = time.monotonic()
         collected = []
+        model.eval()  # sampling; `update` puts it back in training mode
         for j in range(recipe.prompts_per_step):
             task = order[(s * recipe.prompts_per_step + j) % len(order)]
             for i in range(recipe.samples_per_prompt):
                 seed = ((recipe.seed * 10_000 + s) * 1_000 + j) * 1_000 + i
-                model.eval()
                 collected.append(
                     collect(
                         model=model,

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.render import Renderer
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-from terminalworld.tasks.layout import REPO_DIR, verify
+from terminalworld.tasks.layout import repo_copy, verify
 from terminalworld.train.echo_skyrl import (
     WORLD_COUNT,
     WORLD_MASK,
@@ -176,17 +174,14 @@ class EchoGenerator(GeneratorInterface):
         )
         rollout = Rollout(self.renderer)
         rollout.start(episode.system, episode.task)
-        with tempfile.TemporaryDirectory(prefix="tw-rollout-") as tmp:
-            repo = Path(tmp, "repo")
-            shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
-            Path(tmp).chmod(0o711)
+        with repo_copy(task_dir, prefix="tw-rollout-") as repo:
             shell = Sandbox(str(repo), SandboxConfig())
             while episode.outcome == "running" and episode.check_context(len(rollout.ids)):
                 out = await self.client.generate(
                     {"prompt_token_ids": [rollout.ids], "sampling_params": sampling, "skip_detokenize": True}
                 )
                 command = episode.act(rollout.act(out["response_ids"][0]))
-                if command is not None and episode.outcome == "running":
+                if command is not None:
                     result = await asyncio.to_thread(shell.run, command)
                     episode.observe(result.output)
                 if episode.messages[-1]["role"] == "user" and len(episode.messages) % 2 == 0:
