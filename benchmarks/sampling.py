@@ -19,11 +19,8 @@ Each method runs in its own process so peak RSS is its own:
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import math
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -36,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
     from terminalworld.core.formats import load_trajectories
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
+    from terminalworld.corpus.synthetic import write_generated_corpus
 
     seed_dir = folder / "seed"
     if not (seed_dir / "manifest.json").exists():
@@ -47,16 +45,24 @@ def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
         row = t.to_swe_zero_row()
         row["messages"] = [dict(m, content=m["content"][:400]) if m["role"] == "user" else m for m in row["messages"]]
         rows.append(row)
-    rng = random.Random(0)
-    per = n // shards
-    for s in range(shards):
-        with gzip.open(folder / f"corpus-{s:03d}.jsonl.gz", "wt", compresslevel=1) as f:
-            for i in range(s * per, (s + 1) * per):
-                # Repo sizes follow a 1/k law like real corpora: a few huge repos, a long tail of rare ones
-                # (the rare ones are where unseen-repo held-out trajectories come from).
-                k = int(math.exp(rng.uniform(0, math.log(20000))))
-                row = dict(rows[rng.randrange(len(rows))], instance_id=f"gen-{i}", repo=f"org{k}/repo{k}")
-                f.write(json.dumps(row) + "\n")
+    write_generated_corpus(rows=rows, folder=str(folder), n=n, shards=shards)
+
+
+def ensure_corpus(data: Path, n: int) -> Path:
+    """The generated corpus of n trajectories in `data`, built unless it is already there."""
+    data.mkdir(parents=True, exist_ok=True)
+    marker = data / "n.json"
+    if len(list(data.glob("corpus-*.jsonl.gz"))) != 20 or not marker.exists() or json.loads(marker.read_text()) != n:
+        build_corpus(data, n)
+        marker.write_text(json.dumps(n))
+    return data
+
+
+def write_report(path: str, report: dict) -> None:
+    """Write a benchmark's JSON report and print it."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
 
 
 OURS = """
@@ -141,14 +147,7 @@ def main() -> None:
     if a.smoke:  # its numbers mean nothing; it never touches the cached corpus or the published results
         tmp = tempfile.mkdtemp()
         a.trajectories, a.sizes, a.n, a.data, a.out = 2000, "100,500", 5, f"{tmp}/data", f"{tmp}/sampling.json"
-    data = Path(a.data)
-    data.mkdir(parents=True, exist_ok=True)
-    if (
-        len(list(data.glob("corpus-*.jsonl.gz"))) != 20
-        or json.loads((data / "n.json").read_text() if (data / "n.json").exists() else "0") != a.trajectories
-    ):
-        build_corpus(data, a.trajectories)
-        (data / "n.json").write_text(json.dumps(a.trajectories))
+    data = ensure_corpus(Path(a.data), a.trajectories)
     corpus = str(data / "corpus-*.jsonl.gz")
     corpus_bytes = sum(f.stat().st_size for f in data.glob("corpus-*.jsonl.gz"))
     results, written = {}, {}
@@ -168,9 +167,7 @@ def main() -> None:
         "time_ratio_ours_over_load_all": results["ours"]["wall_s"] / results["load_all"]["wall_s"],
         "memory_ratio_ours_over_load_all": results["ours"]["peak_rss_mib"] / results["load_all"]["peak_rss_mib"],
     }
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    write_report(a.out, report)
 
 
 if __name__ == "__main__":

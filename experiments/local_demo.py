@@ -12,7 +12,9 @@ fine-tune it under each loss-mask arm; export to HF; score the base and the arms
 rows; generate bug-fix tasks from repos unseen in training and grade every model as an agent on
 them with Harbor, every command in the sandbox; grade every model as a simulator (free-running on
 the held-out rows and on probes with known answers, one in the closed loop with a real shadow
-sandbox); compare the grades. Writes report.json / report.md / plots under the report artifact.
+sandbox); compare the grades. Writes report.json / report.md / plots under the report artifact, and the
+held-out set with every model's scores as Hugging Face datasets. Subsets, held-out sampling and
+rendering run as Zephyr jobs on local worker processes.
 """
 
 import os
@@ -22,7 +24,8 @@ from dataclasses import dataclass, field
 from terminalworld.agent import steps as agent
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
-from terminalworld.pipeline.step import Checkpoint, Corpus, HeldoutSet, Report, Subsets, TaskSet
+from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, Report, Subsets, TaskSet
+from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
 from terminalworld.train import steps as train
@@ -44,6 +47,10 @@ class Demo:
     seed: int = 42
     tokenizer: str = "smollm2"  # a real tokenizer with a small vocabulary keeps CPU training fast
     seq_len: int = 2048
+    # Corpus-scale stages run as Zephyr jobs with this many local worker processes, one shard each
+    # for sampling; rendering cuts shards of shard_rows rows.
+    workers: int = 2
+    shard_rows: int = 20
     # Training cost on CPU is dominated by the 49K-word softmax, i.e. by width x tokens.
     tiny: dict[str, int] = field(
         default_factory=lambda: {
@@ -82,6 +89,7 @@ class DemoGraph:
     train_tasks: TaskSet
     agent_tasks: TaskSet
     report: Report
+    eval_sets: Built  # the held-out set and every model's scores as HF datasets
 
 
 def build(d: Demo = Demo()) -> DemoGraph:
@@ -95,7 +103,10 @@ def build(d: Demo = Demo()) -> DemoGraph:
         tasks=train_tasks,
         version=v,
     )
-    subsets = corpus.subsets(corpus=recorded, sizes=[d.sft_size, d.pretrain_size], seed=d.seed, version=v)
+    workers = local_workers(d.workers)
+    subsets = corpus.subsets(
+        corpus=recorded, sizes=[d.sft_size, d.pretrain_size], seed=d.seed, workers=workers, version=v
+    )
     heldout = corpus.heldout(
         corpus=recorded,
         subsets=subsets,
@@ -103,6 +114,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
         n=d.heldout_n,
         context_turns=d.context_turns,
         seed=d.seed,
+        workers=workers,
         version=v,
     )
 
@@ -130,6 +142,8 @@ def build(d: Demo = Demo()) -> DemoGraph:
         tokenizer=d.tokenizer,
         max_len=d.seq_len - 1,
         seq_len=d.seq_len,
+        workers=workers,
+        shard_rows=d.shard_rows,
         version=v,
     )
     base = train.checkpoint(
@@ -145,6 +159,8 @@ def build(d: Demo = Demo()) -> DemoGraph:
             tokenizer=d.tokenizer,
             max_len=d.seq_len - 1,
             seq_len=d.seq_len,
+            workers=workers,
+            shard_rows=d.shard_rows,
             version=v,
         )
         models[arm] = train.checkpoint(
@@ -173,6 +189,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
         sims=sims,
         version=v,
     )
+    eval_sets = evaluation.eval_sets(heldout=heldout, scores=scores, version=v)
     return DemoGraph(
         corpus=recorded,
         subsets=subsets,
@@ -181,6 +198,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
         train_tasks=train_tasks,
         agent_tasks=tasks,
         report=report,
+        eval_sets=eval_sets,
     )
 
 
@@ -189,4 +207,5 @@ if __name__ == "__main__":
     os.environ.setdefault("WANDB_MODE", "offline")
     from terminalworld.pipeline.entry import main
 
-    sys.exit(main([build().report], __doc__.split("\n\n")[0]))
+    graph = build()
+    sys.exit(main([graph.report, graph.eval_sets], __doc__.split("\n\n")[0]))

@@ -12,6 +12,7 @@ from fray.types import ResourceConfig
 from terminalworld.corpus import steps as corpus_steps
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import Checkpoint
+from terminalworld.pipeline.zephyr import Workers
 from terminalworld.train import steps as train
 from terminalworld.train.sft import SftRecipe
 
@@ -54,9 +55,26 @@ def recipe(scale: str) -> SftRecipe:
     )
 
 
+# Corpus-scale stages run as Zephyr jobs: the step itself is a small CPU driver, the shards run on
+# CPU workers. The 12M corpus is cut into 512 shards for 128 workers; each sampler shard holds at
+# most 1M keys (about 0.2 GB), so 4 GB per worker leaves room. Tokenizing cuts 10,000 rows per shard.
+SAMPLER_WORKERS = Workers(count=128, cpu=1, ram="4g", shards=512)
+SHARD_ROWS = 10_000
+
+
+def tokenize_workers(scale: str) -> Workers:
+    """One worker per shard of rows, at most 100 (1M rows: 100 shards of 10,000)."""
+    return Workers(count=min(100, -(-SCALES[scale] // SHARD_ROWS)), cpu=1, ram="8g")
+
+
 corpus = corpus_steps.adopted_corpus(source=CORPUS_SOURCE, version=V["corpus"])
 subsets = corpus_steps.subsets(
-    corpus=corpus, sizes=list(SCALES.values()), seed=42, resources=ResourceConfig.with_cpu(), version=V["subsets"]
+    corpus=corpus,
+    sizes=list(SCALES.values()),
+    seed=42,
+    workers=SAMPLER_WORKERS,
+    resources=ResourceConfig.with_cpu(),
+    version=V["subsets"],
 )
 heldout = corpus_steps.heldout(
     corpus=corpus,
@@ -65,6 +83,7 @@ heldout = corpus_steps.heldout(
     n=100,
     context_turns=14,
     seed=42,
+    workers=SAMPLER_WORKERS,
     resources=ResourceConfig.with_cpu(),
     version=V["heldout"],
 )
@@ -80,6 +99,8 @@ def cell(arm: str, scale: str) -> Checkpoint:
         tokenizer=TOKENIZER,
         max_len=8191,
         seq_len=8192,
+        workers=tokenize_workers(scale),
+        shard_rows=SHARD_ROWS,
         resources=ResourceConfig.with_cpu(),
         version=V["tokenized"],
     )

@@ -20,6 +20,12 @@ def test_sft_echo_1m_plan_shows_pinned_gcs_paths_and_starts_nothing(tmp_path):
     assert "output:    gs://marin-us-east5/terminalworld/tokenized/full-1M/2026.11.02" in out
     assert "resources: tpu v5p-32" in out and '"batch_size": 64' in out and '"learning_rate": 2e-05' in out
     assert '"init_from": "Qwen/Qwen3-1.7B-Base"' in out and '"max_seq_len": 32768' in out
+    # The corpus-scale stages are Zephyr jobs whose workers the plan shows under their CPU drivers.
+    zephyr = [line.strip() for line in out.splitlines() if line.strip().startswith("zephyr:")]
+    assert zephyr == [
+        "zephyr:    128 workers x (1 cpu, 4g), 512 shards",
+        "zephyr:    100 workers x (1 cpu, 8g), shards of 10,000 rows",
+    ]
     assert not any(tmp_path.iterdir())  # nothing was written, nothing ran
 
 

@@ -13,7 +13,7 @@ Recognised records (samples of each live in the real fixtures):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from terminalworld.core.records import BadLine, Record, iter_records
@@ -142,7 +142,12 @@ def to_trajectory(value: Any, name: str) -> Trajectory:
 def iter_trajectories(patterns: list[str] | str) -> Iterator[tuple[Record, Trajectory] | BadLine]:
     """Trajectories from every matching file, in order; records that are not valid trajectories
     come back as `BadLine`s naming file, line and defect."""
-    for rec in iter_records(patterns):
+    return trajectories_of(iter_records(patterns))
+
+
+def trajectories_of(records: Iterable[Record | BadLine]) -> Iterator[tuple[Record, Trajectory] | BadLine]:
+    """(record, trajectory) of each record that is a valid trajectory; the rest as `BadLine`s."""
+    for rec in records:
         if isinstance(rec, BadLine):
             yield rec
             continue

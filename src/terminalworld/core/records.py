@@ -73,6 +73,24 @@ def expand_all(patterns: list[str] | str) -> list[str]:
     return list(seen)
 
 
+@dataclass(frozen=True)
+class FilePart:
+    """Part of one input file, for sharded jobs: the records whose 1-based line (element, row)
+    lies in [first, stop) and whose line number is `stripe` modulo `stripes`. The whole file by
+    default. Lines outside the part are skipped before decoding, so a part costs its file's
+    decompression plus its own records' parsing."""
+
+    path: str
+    first: int = 1
+    stop: int | None = None
+    stripe: int = 0
+    stripes: int = 1
+
+    def holds(self, n: int) -> bool:
+        """Whether the record at line `n` belongs to this part."""
+        return self.first <= n and (self.stop is None or n < self.stop) and n % self.stripes == self.stripe
+
+
 def _compression(path: str) -> str | None:
     if path.endswith(".gz"):
         return "gzip"
@@ -89,17 +107,41 @@ def iter_records(patterns: list[str] | str) -> Iterator[Record | BadLine]:
     UTF-8 or not JSON come back as `BadLine`s.
     """
     for path in expand_all(patterns):
-        if path.endswith(".parquet"):
-            yield from _iter_parquet(path)
-        elif path.endswith(".json"):
-            yield from _iter_json(path)
-        else:
-            yield from _iter_jsonl(path)
+        yield from iter_part(FilePart(path))
 
 
-def _iter_jsonl(path: str) -> Iterator[Record | BadLine]:
+def iter_part(part: FilePart) -> Iterator[Record | BadLine]:
+    """The records of one file part, in line order (see `iter_records` for the formats)."""
+    if part.path.endswith(".parquet"):
+        yield from (r for r in _iter_parquet(part.path) if part.holds(r.line))
+    elif part.path.endswith(".json"):
+        yield from (r for r in _iter_json(part.path) if part.holds(r.line))
+    else:
+        yield from _iter_jsonl(part)
+
+
+def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, raw bytes) of every line of a (compressed) text file."""
+    with fsspec.open(path, "rb", compression=_compression(path)) as f:
+        yield from enumerate(f, start=1)
+
+
+def is_record_line(raw: bytes) -> bool:
+    """Whether a JSON Lines line is a record (a `Record` or a `BadLine`), not a blank line."""
+    try:
+        return bool(raw.decode("utf-8").strip())
+    except UnicodeDecodeError:
+        return True
+
+
+def _iter_jsonl(part: FilePart) -> Iterator[Record | BadLine]:
+    path = part.path
     with fsspec.open(path, "rb", compression=_compression(path)) as f:
         for n, raw in enumerate(f, start=1):
+            if part.stop is not None and n >= part.stop:
+                return
+            if not part.holds(n):
+                continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:

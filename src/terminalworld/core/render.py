@@ -28,7 +28,7 @@ training actually sees.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -332,39 +332,85 @@ class RenderConfig(RenderOptions):
     arm: Arm = option(help="assistant (a), full (b) or user (c)")
 
 
-def render_file(cfg: RenderConfig) -> dict[str, Any]:
-    """One training row per input trajectory, in input order, written atomically.
+MAX_NAMED_FAILURES = 100
 
-    A record that is not a trajectory, or that the template cannot render exactly, stops the job
-    with an error naming file and line: a training set must not silently lose examples."""
+
+@dataclass
+class RenderStats:
+    """Counts of one rendering pass: examples written, their tokens, trained tokens and truncation,
+    and the examples that failed, by reason, with the first MAX_NAMED_FAILURES named."""
+
+    examples: int = 0
+    tokens: int = 0
+    trained_tokens: int = 0
+    truncated_examples: int = 0
+    truncated_tokens: int = 0
+    failed: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def fail(self, file: str, line: int, instance_id: str | None, reason: str, detail: str) -> None:
+        """Count a failed example under `reason`, naming it while there is room."""
+        self.failed[reason] = self.failed.get(reason, 0) + 1
+        if len(self.failures) < MAX_NAMED_FAILURES:
+            self.failures.append(
+                {"file": file, "line": line, "instance_id": instance_id, "reason": reason, "detail": detail}
+            )
+
+    def add(self, other: RenderStats) -> None:
+        """Fold in the stats of a later part of the same pass (failures stay in input order)."""
+        for name in ("examples", "tokens", "trained_tokens", "truncated_examples", "truncated_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for reason, n in other.failed.items():
+            self.failed[reason] = self.failed.get(reason, 0) + n
+        self.failures = (self.failures + other.failures)[:MAX_NAMED_FAILURES]
+
+
+def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats) -> Iterator[dict[str, Any]]:
+    """The training row of each trajectory of `items` (`iter_trajectories` output), in order.
+
+    An example that cannot be rendered (a malformed record, a template that rewrites a message)
+    is counted in `stats` by reason and named with file and line, and the pass goes on: one bad
+    example among millions must not stop a training set, nor vanish from its stats."""
+    from terminalworld.core.records import BadLine
+
+    for item in items:
+        if isinstance(item, BadLine):
+            stats.fail(item.file, item.line, None, "malformed record", item.reason)
+            continue
+        rec, traj = item
+        try:
+            r = renderer.render(traj)
+        except RenderError as e:
+            stats.fail(rec.file, rec.line, traj.instance_id, "template rewrites a message", str(e))
+            continue
+        row = training_row(r, arm)
+        stats.examples += 1
+        stats.tokens += len(row["input_ids"])
+        stats.trained_tokens += int(r.mask(arm).sum())
+        stats.truncated_examples += r.truncated_tokens > 0
+        stats.truncated_tokens += r.truncated_tokens
+        yield row
+
+
+def render_file(cfg: RenderConfig) -> dict[str, Any]:
+    """One training row per renderable input trajectory, in input order, written atomically; the
+    stats count and name every example that failed (see `rendered_rows`)."""
+    from dataclasses import asdict
+
     from tqdm import tqdm
 
     from terminalworld.core.formats import iter_trajectories
-    from terminalworld.core.records import BadLine
 
-    renderer = cfg.renderer()
-    stats = {"examples": 0, "tokens": 0, "trained_tokens": 0, "truncated_examples": 0, "truncated_tokens": 0}
-    with _row_writer(cfg.out) as write:
-        for item in tqdm(iter_trajectories(cfg.inputs), desc=f"render {cfg.arm}", unit="traj"):
-            if isinstance(item, BadLine):
-                raise RenderError(f"{item.file}:{item.line}: {item.reason}")
-            rec, traj = item
-            try:
-                r = renderer.render(traj)
-            except RenderError as e:
-                raise RenderError(f"{rec.file}:{rec.line}: {e}") from None
-            row = training_row(r, cfg.arm)
-            stats["examples"] += 1
-            stats["tokens"] += len(row["input_ids"])
-            stats["trained_tokens"] += sum(row["loss_weights"])
-            stats["truncated_examples"] += r.truncated_tokens > 0
-            stats["truncated_tokens"] += r.truncated_tokens
+    stats = RenderStats()
+    items = tqdm(iter_trajectories(cfg.inputs), desc=f"render {cfg.arm}", unit="traj")
+    with row_writer(cfg.out) as write:
+        for row in rendered_rows(items, cfg.renderer(), cfg.arm, stats):
             write(row)
-    return {"out": cfg.out, "arm": cfg.arm, **stats}
+    return {"out": cfg.out, "arm": cfg.arm, **asdict(stats)}
 
 
 @contextlib.contextmanager
-def _row_writer(path: str):
+def row_writer(path: str):
     """A `write(row)` callable streaming rows to JSON Lines (optionally .gz) or parquet, atomically."""
     from terminalworld.core.records import atomic_jsonl, atomic_output, dumps_row
 

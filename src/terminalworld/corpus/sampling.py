@@ -23,7 +23,7 @@ import heapq
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,10 +59,28 @@ class Tally:
         if len(self.bad_lines) < MAX_BAD_LINES:
             self.bad_lines.append(b.to_json())
 
+    @classmethod
+    def merged(cls, parts: list[Tally], files: list[str]) -> Tally:
+        """The tally of one pass over `files` from tallies of disjoint parts of them: counts summed,
+        and the first MAX_BAD_LINES bad lines in reading order (file order, then line)."""
+        order = {f: i for i, f in enumerate(files)}
+        out = cls()
+        for part in parts:
+            out.counts.update(part.counts)
+        bad = sorted((b for part in parts for b in part.bad_lines), key=lambda b: (order[b["file"]], b["line"]))
+        out.bad_lines = bad[:MAX_BAD_LINES]
+        return out
+
 
 def _trajectories(patterns: list[str], tally: Tally, desc: str) -> Iterator[tuple[Record, Trajectory]]:
     """(record, trajectory) of every valid record; the rest are tallied as malformed."""
-    for item in tqdm(iter_trajectories(patterns), desc=desc, unit="traj", mininterval=1.0):
+    return tallied(tqdm(iter_trajectories(patterns), desc=desc, unit="traj", mininterval=1.0), tally)
+
+
+def tallied(items: Iterable[tuple[Record, Trajectory] | BadLine], tally: Tally) -> Iterator[tuple[Record, Trajectory]]:
+    """The valid (record, trajectory) pairs of `items`; every item is counted as scanned and each
+    `BadLine` as malformed."""
+    for item in items:
         tally.counts["scanned"] += 1
         if isinstance(item, BadLine):
             tally.bad(item)
@@ -85,32 +103,21 @@ def subset_path(out: str, size: int) -> str:
     return os.path.join(out, subset_file(size))
 
 
-def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
-    """Write every subset and `manifest.json` (counts and the first bad lines); the subset of
-    size k is the first k rows of one seeded ranking, so smaller subsets nest in larger ones."""
+def subset_sizes(cfg: SubsetsConfig) -> list[int]:
+    """The distinct subset sizes, ascending; raises `InputError` unless all are positive."""
     sizes = sorted({int(s) for s in cfg.sizes.split(",") if s.strip()})
     if not sizes or sizes[0] <= 0:
         raise InputError(f"--sizes must be positive integers, got {cfg.sizes!r}")
-    k = sizes[-1]
-    tally = Tally()
-    heap: list[tuple[int, int]] = []  # (-key, spill offset): the k smallest keys seen so far
-    with tempfile.TemporaryFile() as spill:
-        for rec, traj in _trajectories(cfg.corpus, tally, "subsets"):
-            key = sample_key(cfg.seed, traj.instance_id, rec.file, rec.line)
-            if len(heap) == k and key >= -heap[0][0]:
-                continue
-            offset = spill.tell()
-            spill.write(rec.line_bytes())
-            item = (-key, offset)
-            heapq.heappush(heap, item) if len(heap) < k else heapq.heapreplace(heap, item)
-        if len(heap) < k:
-            raise InputError(f"the corpus has {len(heap)} valid trajectories, fewer than the largest subset ({k})")
-        ranked = sorted((-neg, off) for neg, off in heap)
-        for size in sizes:
-            with atomic_jsonl(subset_path(cfg.out, size)) as f:
-                for _, off in ranked[:size]:
-                    spill.seek(off)
-                    f.write(spill.readline().decode())
+    return sizes
+
+
+def too_few(valid: int, k: int) -> InputError:
+    """The error for a corpus with fewer valid trajectories than the largest subset."""
+    return InputError(f"the corpus has {valid} valid trajectories, fewer than the largest subset ({k})")
+
+
+def write_subsets_manifest(cfg: SubsetsConfig, sizes: list[int], tally: Tally) -> dict[str, Any]:
+    """`manifest.json` of a subsets folder: inputs, sizes, counts and the first bad lines."""
     manifest = {
         "corpus": cfg.corpus,
         "seed": cfg.seed,
@@ -122,6 +129,34 @@ def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
     }
     write_json(os.path.join(cfg.out, "manifest.json"), manifest)
     return manifest
+
+
+def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
+    """Write every subset and `manifest.json` (counts and the first bad lines); the subset of
+    size k is the first k rows of one seeded ranking, so smaller subsets nest in larger ones.
+    Rows rank by (key, reading position), so even equal keys have one order."""
+    sizes = subset_sizes(cfg)
+    k = sizes[-1]
+    tally = Tally()
+    heap: list[tuple[int, int]] = []  # (-key, -spill offset): the k smallest (key, offset) so far
+    with tempfile.TemporaryFile() as spill:
+        for rec, traj in _trajectories(cfg.corpus, tally, "subsets"):
+            key = sample_key(cfg.seed, traj.instance_id, rec.file, rec.line)
+            if len(heap) == k and key >= -heap[0][0]:
+                continue
+            offset = spill.tell()
+            spill.write(rec.line_bytes())
+            item = (-key, -offset)
+            heapq.heappush(heap, item) if len(heap) < k else heapq.heapreplace(heap, item)
+        if len(heap) < k:
+            raise too_few(len(heap), k)
+        ranked = sorted((-neg, -off) for neg, off in heap)
+        for size in sizes:
+            with atomic_jsonl(subset_path(cfg.out, size)) as f:
+                for _, off in ranked[:size]:
+                    spill.seek(off)
+                    f.write(spill.readline().decode())
+    return write_subsets_manifest(cfg, sizes, tally)
 
 
 @dataclass(frozen=True)
@@ -136,46 +171,83 @@ class HeldoutConfig:
     seed: int = option(42)
 
 
-def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
-    """Write the n rows whose repos' smallest eligible keys are smallest, in key order, plus a
-    manifest counting every reason a trajectory was not eligible."""
+def check_heldout(cfg: HeldoutConfig) -> None:
+    """Raise `InputError` for a bad n or context length, or a corpus glob that matches nothing
+    (before the long training pass)."""
     if cfg.n <= 0 or cfg.context_turns < 0:
         raise InputError("--n must be positive and --context-turns non-negative")
-    expand_all(cfg.corpus)  # fail on an empty glob before the long training pass
-    train_tally = Tally()
-    train_repos: set[str] = set()
-    train_ids: set[str] = set()
-    for _, traj in _trajectories(cfg.train, train_tally, "train ids"):
-        train_ids.add(traj.instance_id)
+    expand_all(cfg.corpus)
+
+
+def train_sets(records: Iterable[tuple[Record, Trajectory]]) -> tuple[set[str], set[str]]:
+    """The repos and instance ids of the training trajectories (record, trajectory) pairs."""
+    repos: set[str] = set()
+    ids: set[str] = set()
+    for _, traj in records:
+        ids.add(traj.instance_id)
         if traj.repo is not None:
-            train_repos.add(traj.repo)
+            repos.add(traj.repo)
+    return repos, ids
+
+
+def eligibility(
+    rec: Record, traj: Trajectory, cfg: HeldoutConfig, repos: set[str], ids: set[str], tally: Tally
+) -> bool:
+    """Whether a trajectory may be held out; every other outcome is counted in `tally` by reason
+    (a trajectory without a repo is a bad line)."""
+    if not traj.repo:
+        tally.bad(BadLine(rec.file, rec.line, "missing field 'repo'"))
+        return False
+    if observed_prefix(traj) < cfg.context_turns + 1:
+        tally.counts["too_short"] += 1
+    elif traj.repo in repos:
+        tally.counts["excluded_repo"] += 1
+    elif traj.instance_id in ids:
+        tally.counts["excluded_instance"] += 1
+    else:
+        tally.counts["eligible"] += 1
+        return True
+    return False
+
+
+def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
+    """Write the n rows whose repos' smallest eligible keys are smallest, in key order, plus a
+    manifest counting every reason a trajectory was not eligible. Candidates rank by (key,
+    reading position), so even equal keys have one order."""
+    check_heldout(cfg)
+    train_tally = Tally()
+    train_repos, train_ids = train_sets(_trajectories(cfg.train, train_tally, "train ids"))
 
     tally = Tally()
-    best: dict[str, tuple[int, dict[str, Any]]] = {}  # repo -> (key, held-out row)
-    for rec, traj in _trajectories(cfg.corpus, tally, "held-out"):
-        if not traj.repo:
-            tally.bad(BadLine(rec.file, rec.line, "missing field 'repo'"))
-            continue
-        if observed_prefix(traj) < cfg.context_turns + 1:
-            tally.counts["too_short"] += 1
-        elif traj.repo in train_repos:
-            tally.counts["excluded_repo"] += 1
-        elif traj.instance_id in train_ids:
-            tally.counts["excluded_instance"] += 1
-        else:
-            tally.counts["eligible"] += 1
+    best: dict[str, tuple[int, int, dict[str, Any]]] = {}  # repo -> (key, reading position, held-out row)
+    for position, (rec, traj) in enumerate(_trajectories(cfg.corpus, tally, "held-out")):
+        if eligibility(rec, traj, cfg, train_repos, train_ids, tally):
             key = sample_key(cfg.seed, traj.instance_id, rec.file, rec.line)
             if traj.repo not in best or key < best[traj.repo][0]:
-                best[traj.repo] = (key, heldout_row(traj, cfg.context_turns))
-    if len(best) < cfg.n:
+                best[traj.repo] = (key, position, heldout_row(traj, cfg.context_turns))
+    chosen = sorted(best.values(), key=lambda c: c[:2])[: cfg.n]
+    return write_heldout(cfg, [row for *_, row in chosen], tally, train_tally, train_repos, train_ids, len(best))
+
+
+def write_heldout(
+    cfg: HeldoutConfig,
+    rows: list[dict[str, Any]],
+    tally: Tally,
+    train_tally: Tally,
+    train_repos: set[str],
+    train_ids: set[str],
+    eligible_repos: int,
+) -> dict[str, Any]:
+    """Write the chosen rows and `PATH.manifest.json`; raises `InputError`, naming every reason
+    trajectories were not eligible, when there are fewer than n eligible repos."""
+    if eligible_repos < cfg.n:
         raise InputError(
-            f"only {len(best)} eligible repos ({tally.counts['eligible']} eligible trajectories) for --n {cfg.n}: "
+            f"only {eligible_repos} eligible repos ({tally.counts['eligible']} eligible trajectories) for --n {cfg.n}: "
             f"{tally.counts['too_short']} too short, {tally.counts['excluded_repo']} in training repos, "
             f"{tally.counts['excluded_instance']} training instances, {tally.counts['malformed']} malformed"
         )
-    chosen = sorted(best.values(), key=lambda kv: kv[0])[: cfg.n]
     with atomic_jsonl(cfg.out) as f:
-        for _, row in chosen:
+        for row in rows:
             f.write(dumps_row(row))
     manifest = {
         "corpus": cfg.corpus,
@@ -189,8 +261,8 @@ def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
         "excluded_repo": tally.counts["excluded_repo"],
         "excluded_instance": tally.counts["excluded_instance"],
         "eligible": tally.counts["eligible"],
-        "eligible_repos": len(best),
-        "selected": len(chosen),
+        "eligible_repos": eligible_repos,
+        "selected": len(rows),
         "train_scanned": train_tally.counts["scanned"],
         "train_malformed": train_tally.counts["malformed"],
         "train_repos": len(train_repos),

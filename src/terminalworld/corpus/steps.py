@@ -4,9 +4,14 @@ training subsets, and the held-out set from repos unseen in training."""
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
+from typing import Any
 
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import Corpus, HeldoutSet, Subsets, TaskSet, joined, step
+from terminalworld.pipeline.zephyr import Workers
+
+SCRATCH = ".scratch"  # a sharded job's intermediate files inside its output folder, removed at the end
 
 
 def record_fn(*, out: str, trajectories: int, seed: int, max_output_chars: int, tasks: str | None) -> None:
@@ -43,15 +48,20 @@ def adopted_corpus(*, source: str, version: str) -> Corpus:
     return Corpus(ArtifactStep.adopt(artifacts.CORPUS, version, source))
 
 
-def subsets_fn(*, corpus: str | list, out: str, sizes: list[int], seed: int) -> None:
-    """Nested subsets of the corpus files into `out`."""
-    from terminalworld.corpus.sampling import SubsetsConfig, make_subsets
+def subsets_fn(*, corpus: str | list, out: str, sizes: list[int], seed: int, workers: dict[str, Any]) -> None:
+    """Nested subsets of the corpus files into `out`, as a Zephyr job on `workers`."""
+    from terminalworld.corpus.sampling import SubsetsConfig
+    from terminalworld.corpus.sharded import make_subsets_sharded
 
-    make_subsets(SubsetsConfig(corpus=[joined(corpus)], out=out, sizes=",".join(str(s) for s in sizes), seed=seed))
+    make_subsets_sharded(
+        SubsetsConfig(corpus=[joined(corpus)], out=out, sizes=",".join(str(s) for s in sizes), seed=seed),
+        Workers(**workers),
+        scratch=os.path.join(out, SCRATCH),
+    )
 
 
-def subsets(*, corpus: Corpus, sizes: list[int], seed: int, resources=None, version: str) -> Subsets:
-    """Nested subsets of `sizes` (each smaller one a prefix of each larger one)."""
+def subsets(*, corpus: Corpus, sizes: list[int], seed: int, workers: Workers, resources=None, version: str) -> Subsets:
+    """Nested subsets of `sizes` (each smaller one a prefix of each larger one), drawn by `workers`."""
     return Subsets(
         step(
             artifacts.SUBSETS,
@@ -61,15 +71,27 @@ def subsets(*, corpus: Corpus, sizes: list[int], seed: int, resources=None, vers
             corpus=corpus.files,
             sizes=list(sizes),
             seed=seed,
+            workers=asdict(workers),
         )
     )
 
 
-def heldout_fn(*, corpus: str | list, train: str | list, out: str, file: str, n: int, context_turns: int, seed: int):
-    """The held-out rows into `{out}/{file}`."""
-    from terminalworld.corpus.sampling import HeldoutConfig, sample_heldout
+def heldout_fn(
+    *,
+    corpus: str | list,
+    train: str | list,
+    out: str,
+    file: str,
+    n: int,
+    context_turns: int,
+    seed: int,
+    workers: dict[str, Any],
+) -> None:
+    """The held-out rows into `{out}/{file}`, as a Zephyr job on `workers`."""
+    from terminalworld.corpus.sampling import HeldoutConfig
+    from terminalworld.corpus.sharded import sample_heldout_sharded
 
-    sample_heldout(
+    sample_heldout_sharded(
         HeldoutConfig(
             corpus=[joined(corpus)],
             train=[joined(train)],
@@ -77,7 +99,9 @@ def heldout_fn(*, corpus: str | list, train: str | list, out: str, file: str, n:
             n=n,
             context_turns=context_turns,
             seed=seed,
-        )
+        ),
+        Workers(**workers),
+        scratch=os.path.join(out, SCRATCH),
     )
 
 
@@ -89,10 +113,11 @@ def heldout(
     n: int,
     context_turns: int,
     seed: int,
+    workers: Workers,
     resources=None,
     version: str,
 ) -> HeldoutSet:
-    """n held-out rows from repos unseen in the training subset of `train_size`."""
+    """n held-out rows from repos unseen in the training subset of `train_size`, drawn by `workers`."""
     file = artifacts.heldout_file(n)
     return HeldoutSet(
         step(
@@ -106,6 +131,7 @@ def heldout(
             n=n,
             context_turns=context_turns,
             seed=seed,
+            workers=asdict(workers),
         ),
         file=file,
     )

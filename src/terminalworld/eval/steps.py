@@ -1,11 +1,22 @@
-"""The evaluation stage as Marin steps: the world-model probe's scores of one model."""
+"""The evaluation stage as Marin steps: the world-model probe's scores of one model, and the held-out
+set with every checkpoint's scores as Hugging Face datasets."""
 
 from __future__ import annotations
 
 import os
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import HeldoutSet, Model, Scores, joined, local_copy, model_input, step
+from terminalworld.pipeline.step import (
+    Built,
+    HeldoutSet,
+    Model,
+    Scores,
+    inside,
+    joined,
+    local_copy,
+    model_input,
+    step,
+)
 
 
 def score_fn(
@@ -65,4 +76,52 @@ def scores(
         ),
         file=file,
         model_name=model_name,
+    )
+
+
+def eval_sets_fn(
+    *,
+    heldout: str | list,
+    scores: dict[str, list],
+    out: str,
+    hub_repos: dict[str, str] | None,
+    push: bool,
+    token_env: str,
+) -> None:
+    """The held-out set and each checkpoint's scores as datasets under `out` (pushed with `push`)."""
+    from terminalworld.eval.hf_export import export_eval_sets
+
+    with local_copy(out) as local:  # save_to_disk writes a local folder; the copy goes back to `out`
+        export_eval_sets(
+            heldout=joined(heldout),
+            scores={name: joined(path) for name, path in scores.items()},
+            out=local,
+            hub_repos=hub_repos,
+            push=push,
+            token_env=token_env,
+        )
+
+
+def eval_sets(
+    *,
+    heldout: HeldoutSet,
+    scores: list[Scores],
+    hub_repos: dict[str, str] | None = None,
+    push: bool = False,
+    token_env: str = "HF_TOKEN",
+    version: str,
+) -> Built:
+    """Hugging Face datasets of the held-out rows and of every checkpoint's scores of them; with
+    `push`, each goes to its Hub repo in `hub_repos` with the token in `$token_env`."""
+    return Built(
+        step(
+            artifacts.EVAL_SETS,
+            eval_sets_fn,
+            version=version,
+            heldout=heldout.rows,
+            scores={s.model_name: inside(s, s.file) for s in scores},
+            hub_repos=hub_repos,
+            push=push,
+            token_env=token_env,
+        )
     )

@@ -16,15 +16,15 @@ RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (l
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
 ECHO_REPORT = "terminalworld/reports/echo-miniature"
+EVAL_SETS = "terminalworld/hf-eval-sets"  # the held-out set and every checkpoint's scores as HF datasets
 PROBES = "terminalworld/probes"  # tier-2 probe set: real session prefixes, true outputs from the sandbox  # ECHO's three arms side by side
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
 
 # Files inside artifact folders.
 CORPUS_FILES = "*.jsonl*"  # a corpus folder's trajectory shards
-TOKENIZED_ROWS = "rows.jsonl.gz"  # rendered rows, one per trajectory, in input order
-TOKENIZED_INPUTS = "inputs.jsonl.gz"  # the trajectories a tokenized artifact was rendered from
-PACKED_ROWS = "packed"  # folder of packed Levanter rows (packed-00000.jsonl.gz, ...)
+TOKENIZED_ROWS_DIR = "rows"  # rendered rows in input order (rows-00000.jsonl.gz, ...) and each shard's counts
+PACKED_ROWS = "packed"  # folder of packed Levanter rows (packed-00000.jsonl.gz, ...), one file per shard
 TRAINING_TOKENIZER = "training-tokenizer"  # the tokenizer whose eos is the document separator
 STATS = "stats.json"
 AGENT_SUMMARY = "summary.json"  # an agent grade's pass@1, pass@k and counts

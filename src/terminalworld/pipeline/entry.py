@@ -1,8 +1,8 @@
 """An experiment file's entry point: print the plan, or build it through Marin's step runner.
 
 The plan lists every step of the graph, dependencies first: `name@version`, its output folder
-(resolved by Marin from `MARIN_PREFIX`, exactly as the run resolves it), where it runs, what it
-needs, and its materialized config. `--run` builds the graph; finished artifacts are reused. Steps
+(resolved by Marin from `MARIN_PREFIX`, exactly as the run resolves it), where it runs, the Zephyr
+workers of a sharded step, what it needs, and its materialized config. `--run` builds the graph; finished artifacts are reused. Steps
 that ask for accelerators are refused outside a cluster unless `--local` says to run them here
 anyway. A failing step ends the run with one line naming the step and the log that holds its
 traceback (`{output}/failure.log`).
@@ -19,6 +19,7 @@ from typing import Any
 
 from terminalworld.errors import StepFailed, TerminalworldError
 from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, is_cluster_sized
+from terminalworld.pipeline.zephyr import Workers
 
 LAUNCH_HINT = "uv run iris --cluster=CLUSTER job run -- python {script} --run"
 
@@ -44,7 +45,10 @@ def plan(targets: Sequence[Any]) -> str:
             f"    needs:     {deps}",
         ]
         if h.adopt_source is None:
-            lines.append(f"    config:    {json.dumps(materialized_config(h, prefix), default=str)}")
+            config = materialized_config(h, prefix)
+            if isinstance(config.get("workers"), dict):
+                lines.append(f"    zephyr:    {Workers(**config['workers']).describe(config.get('shard_rows'))}")
+            lines.append(f"    config:    {json.dumps(config, default=str)}")
     return "\n".join(lines)
 
 

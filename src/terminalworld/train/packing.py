@@ -40,6 +40,22 @@ class PackStats:
     padding: int = 0
 
 
+def pack_problem(row: dict[str, Any], seq_len: int, separator_id: int) -> str | None:
+    """Why a rendered row cannot be packed (None when it can): mismatched weights, too long for
+    `seq_len` with its separator, or the separator inside the document."""
+    n, w = len(row["input_ids"]), len(row["loss_weights"])
+    if w != n:
+        return f"{w} loss weights for {n} tokens"
+    if n + 1 > seq_len:
+        return f"{n} tokens do not fit seq_len {seq_len} with a separator"
+    if separator_id in row["input_ids"]:
+        return (
+            f"the separator id {separator_id} occurs inside the document, so Levanter would cut attention "
+            "there; use a token that is not a turn terminator"
+        )
+    return None
+
+
 def shifted_weights(loss_weights: np.ndarray) -> np.ndarray:
     """Per-position weights for Levanter from per-token weights: position t predicts token t+1."""
     out = np.zeros(len(loss_weights), dtype=np.float32)
@@ -76,17 +92,9 @@ def pack_rows(
     for row in rows:
         doc = np.asarray(row["input_ids"], dtype=np.int32)
         w = np.asarray(row["loss_weights"], dtype=np.float32)
-        if len(w) != len(doc):
-            raise PackingError(f"{row.get('instance_id')}: {len(w)} loss weights for {len(doc)} tokens")
-        if len(doc) + 1 > seq_len:
-            raise PackingError(
-                f"{row.get('instance_id')}: {len(doc)} tokens do not fit seq_len {seq_len} with a separator"
-            )
-        if (doc == separator_id).any():
-            raise PackingError(
-                f"{row.get('instance_id')}: the separator id {separator_id} occurs inside the document, "
-                "so Levanter would cut attention there; use a token that is not a turn terminator"
-            )
+        problem = pack_problem(row, seq_len, separator_id)
+        if problem:
+            raise PackingError(f"{row.get('instance_id')}: {problem}")
         if used + len(doc) + 1 > seq_len:
             yield flush()
             ids, weights, names, used = [], [], [], 0

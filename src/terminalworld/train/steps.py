@@ -22,6 +22,7 @@ from terminalworld.pipeline.step import (
     model_input,
     step,
 )
+from terminalworld.pipeline.zephyr import Workers
 from terminalworld.train.echo_run import EchoRecipe
 from terminalworld.train.echo_skyrl import EchoGrpoRecipe
 from terminalworld.train.sft import SftRecipe
@@ -36,45 +37,29 @@ def tokenize_fn(
     tokenizer: str,
     max_len: int,
     seq_len: int,
+    shard_rows: int,
+    workers: dict[str, Any],
     separator: str = "<|endoftext|>",
 ) -> None:
     """Rows skip.. of a subset, rendered under one arm (`pretrain`: every token trained, plain LM
-    text), packed for Levanter, with the training tokenizer and `stats.json` beside them. The chosen
-    trajectories are kept as `inputs.jsonl.gz`; with nested subsets, skipping the smaller subset's
-    rows gives data held apart from it."""
-    from terminalworld.core.assets import load_tokenizer
-    from terminalworld.core.records import atomic_jsonl, dumps_row, iter_records, write_json
-    from terminalworld.core.render import RenderConfig, render_file
-    from terminalworld.train.packing import PackStats, pack_rows, training_tokenizer
+    text) and packed for Levanter by a sharded Zephyr job (`train.tokenize_job`), with the
+    training tokenizer and `stats.json` beside them. With nested subsets, skipping the smaller
+    subset's rows gives data held apart from it."""
+    from terminalworld.pipeline.zephyr import Workers
+    from terminalworld.train.tokenize_job import TokenizeJob, tokenize_sharded
 
-    chosen = os.path.join(out, artifacts.TOKENIZED_INPUTS)
-    with atomic_jsonl(chosen) as f:
-        for i, rec in enumerate(iter_records(joined(subset))):
-            if i >= skip:
-                f.write(rec.line_bytes().decode())
-    rows_path = os.path.join(out, artifacts.TOKENIZED_ROWS)
-    stats = render_file(
-        RenderConfig(
-            tokenizer=tokenizer,
-            inputs=[chosen],
-            out=rows_path,
-            arm="full" if arm == "pretrain" else arm,
-            max_len=max_len,
-        )
+    job = TokenizeJob(
+        inputs=[joined(subset)],
+        out=out,
+        arm=arm,
+        tokenizer=tokenizer,
+        max_len=max_len,
+        seq_len=seq_len,
+        skip=skip,
+        separator=separator,
+        shard_rows=shard_rows,
     )
-    rows = (r.value for r in iter_records(rows_path))
-    if arm == "pretrain":
-        rows = ({**r, "loss_weights": [1] * len(r["input_ids"])} for r in rows)
-    sep = load_tokenizer(tokenizer).convert_tokens_to_ids(separator)
-    pack = PackStats()
-    with atomic_jsonl(os.path.join(out, artifacts.PACKED_ROWS, "packed-00000.jsonl.gz")) as f:
-        for p in pack_rows(rows, seq_len, sep, pack):
-            f.write(dumps_row({"input_ids": p["input_ids"], "loss_weights": p["loss_weights"]}))
-    training_tokenizer(tokenizer, os.path.join(out, artifacts.TRAINING_TOKENIZER), separator)
-    write_json(
-        os.path.join(out, artifacts.STATS),
-        {**stats, "arm": arm, "seq_len": seq_len, "pack": asdict(pack), "render_tokenizer": tokenizer},
-    )
+    tokenize_sharded(job, Workers(**workers))
 
 
 def tokenized(
@@ -86,11 +71,14 @@ def tokenized(
     tokenizer: str,
     max_len: int,
     seq_len: int,
+    workers: Workers,
+    shard_rows: int = 10_000,
     skip: int = 0,
     resources=None,
     version: str,
 ) -> Tokenized:
-    """Rows skip..size of the subset of `size`, rendered under `arm` and packed to `seq_len`."""
+    """Rows skip..size of the subset of `size`, rendered under `arm` and packed to `seq_len`, in
+    shards of `shard_rows` on Zephyr `workers`."""
     return Tokenized(
         step(
             artifacts.tokenized(arm, scale),
@@ -103,6 +91,8 @@ def tokenized(
             tokenizer=tokenizer,
             max_len=max_len,
             seq_len=seq_len,
+            shard_rows=shard_rows,
+            workers=asdict(workers),
         )
     )
 

@@ -1,0 +1,290 @@
+"""Nested subsets and the held-out set as Zephyr jobs, byte-identical to `corpus.sampling`.
+
+Both rules are mergeable, so each shard keeps only what could win and the driver merges:
+
+- Subsets: each shard keeps its k smallest (key, file, line) triples (a bounded heap of keys, no
+  row text) and writes them sorted to scratch; the driver merges the sorted runs and takes the
+  first k, then a second pass has each shard copy its selected lines (raw bytes, no parsing) with
+  their ranks, and the driver interleaves the runs by rank into every subset file at once.
+- Held-out: the training subsets' repos and instance ids are collected by one pass; each corpus
+  shard then keeps, per eligible repo, its smallest candidate, plus the held-out rows of only its
+  n best repos (no other can be among the n best overall); the driver takes the n best repos.
+
+Ties on the 64-bit key are broken by reading position (file order, then line), as the single
+process does, so the outputs do not depend on the shard count or the number of workers. Malformed
+lines are counted where they are read and the tallies merged (`Tally.merged`). Memory: a shard
+holds k keys (subsets) or one key per repo plus n rows (held-out); the driver holds k (key, file,
+line) triples or one key per repo. The corpus itself is never held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import io
+import itertools
+import os
+import pickle
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from terminalworld.core.formats import trajectories_of
+from terminalworld.core.heldout import heldout_row
+from terminalworld.core.records import FilePart, atomic_jsonl, atomic_output, expand_all, iter_lines, iter_part
+from terminalworld.corpus.sampling import (
+    HeldoutConfig,
+    SubsetsConfig,
+    Tally,
+    check_heldout,
+    eligibility,
+    sample_key,
+    subset_path,
+    subset_sizes,
+    tallied,
+    too_few,
+    train_sets,
+    write_heldout,
+    write_subsets_manifest,
+)
+from terminalworld.pipeline.zephyr import Workers, run_shards
+
+Spec = list[tuple[int, FilePart]]  # one shard: (file index, part of that file)
+
+
+def shard_parts(files: list[str], shards: int | None) -> list[Spec]:
+    """The files cut into shards: contiguous groups of files when there are at least as many files
+    as shards (None: one shard per file), else every file striped by line number."""
+    n = len(files) if shards is None else max(1, shards)
+    indexed = list(enumerate(files))
+    if len(files) >= n:
+        bounds = [round(i * len(files) / n) for i in range(n + 1)]
+        return [[(i, FilePart(f)) for i, f in indexed[a:b]] for a, b in itertools.pairwise(bounds)]
+    stripes = -(-n // len(files))
+    return [[(i, FilePart(f, stripe=s, stripes=stripes))] for i, f in indexed for s in range(stripes)]
+
+
+def _pairs(spec: Spec, tally: Tally):
+    """(file index, record, trajectory) of the valid records of a shard, tallying the rest."""
+    order = {part.path: i for i, part in spec}
+    records = itertools.chain.from_iterable(iter_part(part) for _, part in spec)
+    for rec, traj in tallied(trajectories_of(records), tally):
+        yield order[rec.file], rec, traj
+
+
+def _tally_json(tally: Tally) -> dict[str, Any]:
+    return {"counts": dict(tally.counts), "bad_lines": tally.bad_lines}
+
+
+def _tally(result: dict[str, Any]) -> Tally:
+    t = Tally()
+    t.counts.update(result["counts"])
+    t.bad_lines = result["bad_lines"]
+    return t
+
+
+@contextlib.contextmanager
+def _scratch(scratch: str | None) -> Iterator[str]:
+    """A scratch folder: `scratch` (removed afterwards) or a local temporary one."""
+    if scratch is None:
+        with tempfile.TemporaryDirectory(prefix="tw-sharded-") as tmp:
+            yield tmp
+        return
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(scratch)
+    try:
+        yield scratch
+    finally:
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+
+def _save_array(path: str, array: np.ndarray) -> None:
+    buf = io.BytesIO()
+    np.save(buf, array)
+    with atomic_output(path) as f:
+        f.write(buf.getvalue())
+
+
+def _load_array(path: str) -> np.ndarray:
+    import fsspec
+
+    with fsspec.open(path, "rb") as f:
+        return np.load(io.BytesIO(f.read()))
+
+
+# --- nested subsets ---------------------------------------------------------------------------
+
+_KEYS = np.dtype([("key", "<u8"), ("file", "<u4"), ("line", "<u8")])
+
+
+def _rank_shard(index: int, spec: Spec, *, seed: int, k: int, scratch: str) -> dict[str, Any]:
+    """A shard's k smallest (key, file, line), sorted, written to scratch; its tally."""
+    tally = Tally()
+    heap: list[tuple[int, int, int]] = []  # negated: the largest kept triple is on top
+    for fi, rec, traj in _pairs(spec, tally):
+        item = (-sample_key(seed, traj.instance_id, rec.file, rec.line), -fi, -rec.line)
+        if len(heap) < k:
+            heapq.heappush(heap, item)
+        elif item > heap[0]:
+            heapq.heapreplace(heap, item)
+    keys = np.array(sorted((-a, -b, -c) for a, b, c in heap), dtype=_KEYS)
+    path = os.path.join(scratch, f"keys-{index:05d}.npy")
+    _save_array(path, keys)
+    return {"keys": path, **_tally_json(tally)}
+
+
+def _fetch_shard(index: int, spec: list[tuple[FilePart, np.ndarray, np.ndarray]], *, scratch: str) -> dict[str, Any]:
+    """A shard's selected lines (raw bytes, newline-terminated) written to scratch in rank order,
+    with their ranks beside them."""
+    found: list[tuple[int, bytes]] = []
+    for part, lines, ranks in spec:
+        want = dict(zip(lines.tolist(), ranks.tolist(), strict=True))
+        last = int(lines.max())
+        for n, raw in iter_lines(part.path):
+            if n in want:
+                found.append((want[n], raw if raw.endswith(b"\n") else raw + b"\n"))
+            if n >= last:
+                break
+    found.sort()
+    rows, ranks_path = os.path.join(scratch, f"rows-{index:05d}.jsonl"), os.path.join(scratch, f"ranks-{index:05d}.npy")
+    with atomic_output(rows) as f:
+        for _, raw in found:
+            f.write(raw)
+    _save_array(ranks_path, np.array([r for r, _ in found], dtype=np.int64))
+    return {"rows": rows, "ranks": ranks_path, "n": len(found)}
+
+
+def _keys_run(path: str) -> Iterator[tuple[int, int, int]]:
+    keys = _load_array(path)
+    return zip(keys["key"].tolist(), keys["file"].tolist(), keys["line"].tolist(), strict=True)
+
+
+def _rows_run(result: dict[str, Any]) -> Iterator[tuple[int, bytes]]:
+    import fsspec
+
+    ranks = _load_array(result["ranks"]).tolist()
+    with fsspec.open(result["rows"], "rb") as f:
+        yield from zip(ranks, f, strict=True)
+
+
+def make_subsets_sharded(cfg: SubsetsConfig, workers: Workers, scratch: str | None = None) -> dict[str, Any]:
+    """`sampling.make_subsets` as a Zephyr job: the same files, byte for byte."""
+    sizes = subset_sizes(cfg)
+    k = sizes[-1]
+    files = expand_all(cfg.corpus)
+    specs = shard_parts(files, workers.shards)
+    with _scratch(scratch) as tmp:
+        ranked = run_shards(_rank_shard, specs, workers, name="subsets-rank", seed=cfg.seed, k=k, scratch=tmp)
+        tally = Tally.merged([_tally(r) for r in ranked], files)
+        chosen = list(itertools.islice(heapq.merge(*(_keys_run(r["keys"]) for r in ranked)), k))
+        if len(chosen) < k:
+            raise too_few(len(chosen), k)
+        selected: dict[int, list[tuple[int, int]]] = {}  # file index -> (line, rank)
+        for rank, (_, fi, line) in enumerate(chosen):
+            selected.setdefault(fi, []).append((line, rank))
+        del chosen
+        fetch = []
+        for spec in specs:
+            parts = []
+            for fi, part in spec:
+                picks = [(line, rank) for line, rank in selected.get(fi, []) if part.holds(line)]
+                if picks:
+                    lines, ranks = zip(*sorted(picks), strict=True)
+                    parts.append((part, np.array(lines, dtype=np.int64), np.array(ranks, dtype=np.int64)))
+            if parts:
+                fetch.append(parts)
+        fetched = run_shards(_fetch_shard, fetch, workers, name="subsets-fetch", scratch=tmp)
+        with contextlib.ExitStack() as stack:
+            outs = [(size, stack.enter_context(atomic_jsonl(subset_path(cfg.out, size)))) for size in sizes]
+            written = 0
+            for written, (_, raw) in enumerate(heapq.merge(*(_rows_run(r) for r in fetched)), start=1):
+                line = raw.decode()
+                for size, f in outs:
+                    if written <= size:
+                        f.write(line)
+            if written != k:
+                raise RuntimeError(f"the fetch pass found {written} of the {k} selected rows")
+    return write_subsets_manifest(cfg, sizes, tally)
+
+
+# --- held-out set -----------------------------------------------------------------------------
+
+
+def _train_shard(index: int, spec: Spec) -> dict[str, Any]:
+    """The training repos and instance ids of a shard of the training files; its tally."""
+    tally = Tally()
+    repos, ids = train_sets(((rec, traj) for _, rec, traj in _pairs(spec, tally)))
+    return {"repos": sorted(repos), "ids": sorted(ids), **_tally_json(tally)}
+
+
+def _candidate_shard(index: int, spec: Spec, *, cfg: HeldoutConfig, train: str) -> dict[str, Any]:
+    """Per eligible repo of a shard, its smallest (key, file, line); the held-out rows of the n
+    repos whose candidates are smallest; the tally of every reason a trajectory was not eligible."""
+    import fsspec
+
+    with fsspec.open(train, "rb") as f:
+        repos, ids = pickle.load(f)
+    tally = Tally()
+    best: dict[str, tuple[int, int, int]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    bar = None  # the n-th smallest candidate at the last pruning; it never grows
+
+    def prune() -> tuple[int, int, int] | None:
+        if len(best) < cfg.n:
+            return None
+        nth = heapq.nsmallest(cfg.n, best.values())[-1]
+        for repo in [r for r in rows if best[r] > nth]:
+            del rows[repo]
+        return nth
+
+    for fi, rec, traj in _pairs(spec, tally):
+        if not eligibility(rec, traj, cfg, repos, ids, tally):
+            continue
+        cand = (sample_key(cfg.seed, traj.instance_id, rec.file, rec.line), fi, rec.line)
+        if traj.repo in best and cand >= best[traj.repo]:
+            continue
+        best[traj.repo] = cand
+        if bar is None or cand <= bar:
+            rows[traj.repo] = heldout_row(traj, cfg.context_turns)
+        else:
+            rows.pop(traj.repo, None)
+        if len(rows) > 2 * cfg.n:
+            bar = prune()
+    prune()
+    return {"best": best, "rows": rows, **_tally_json(tally)}
+
+
+def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | None = None) -> dict[str, Any]:
+    """`sampling.sample_heldout` as a Zephyr job: the same rows and manifest, byte for byte."""
+    check_heldout(cfg)
+    train_files, files = expand_all(cfg.train), expand_all(cfg.corpus)
+    trained = run_shards(_train_shard, shard_parts(train_files, workers.shards), workers, name="heldout-train")
+    train_tally = Tally.merged([_tally(r) for r in trained], train_files)
+    train_repos = {r for t in trained for r in t["repos"]}
+    train_ids = {i for t in trained for i in t["ids"]}
+    del trained
+    with _scratch(scratch) as tmp:
+        train = os.path.join(tmp, "train-sets.pkl")
+        with atomic_output(train) as f:
+            pickle.dump((train_repos, train_ids), f, protocol=pickle.HIGHEST_PROTOCOL)
+        shards = run_shards(
+            _candidate_shard,
+            shard_parts(files, workers.shards),
+            workers,
+            name="heldout-candidates",
+            cfg=cfg,
+            train=train,
+        )
+    tally = Tally.merged([_tally(r) for r in shards], files)
+    best: dict[str, tuple[tuple[int, int, int], int]] = {}  # repo -> (candidate, shard)
+    for s, result in enumerate(shards):
+        for repo, cand in result["best"].items():
+            if repo not in best or cand < best[repo][0]:
+                best[repo] = (cand, s)
+    chosen = heapq.nsmallest(cfg.n, best.items(), key=lambda kv: kv[1][0])
+    rows = [shards[s]["rows"][repo] for repo, (_, s) in chosen]
+    return write_heldout(cfg, rows, tally, train_tally, train_repos, train_ids, len(best))
