@@ -26,7 +26,7 @@ def heldout_and_scores(fixtures, tmp_path):
 
 
 def test_export_saves_the_heldout_set_and_each_checkpoints_scores(heldout_and_scores, tmp_path):
-    folder, _rows, scores = heldout_and_scores
+    folder, rows, _scores = heldout_and_scores
     out = tmp_path / "sets"
     written = export_eval_sets(
         heldout=str(folder / "heldout.jsonl"), scores={"full": str(folder / "full.jsonl")}, out=str(out)
