@@ -113,62 +113,73 @@ def render_inputs(path: Path, n: int) -> None:
             f.write(json.dumps(dict(raw[i % len(raw)], instance_id=f"real-shaped-{i}")) + "\n")
 
 
+def bench_sampler(a: argparse.Namespace, tmp: Path) -> dict:
+    """Every sampler method on the generated corpus, and whether the jobs wrote the same files."""
+    corpus = str(ensure_corpus(Path(a.data), a.trajectories) / "corpus-*.jsonl.gz")
+    sampler, outs = {}, {}
+    for name, code, extra in (
+        ("single", SINGLE, []),
+        ("load_all", LOAD_ALL, []),
+        ("zephyr_1", ZEPHYR, ["1"]),
+        ("zephyr_2", ZEPHYR, ["2"]),
+    ):
+        outs[name] = tmp / name
+        outs[name].mkdir()
+        print(f"sampler: {name}", flush=True)
+        sampler[name] = measure(code, [corpus, str(outs[name]), a.sizes, str(a.n), *extra])
+        sampler[name]["trajectories_per_s"] = a.trajectories / sampler[name]["wall_s"]
+    names = sorted(os.listdir(outs["single"]))
+    for name in ("zephyr_1", "zephyr_2"):
+        sampler[name]["byte_identical_to_single"] = sorted(os.listdir(outs[name])) == names and all(
+            same_output(outs[name] / f, outs["single"] / f) for f in names
+        )
+    return sampler
+
+
+def bench_render(a: argparse.Namespace, tmp: Path) -> dict:
+    """`render` against the tokenize job with 1 and 2 workers (two shards), and row identity."""
+    import gzip
+
+    src = tmp / "render-inputs.jsonl"
+    render_inputs(src, a.render_rows)
+    shard_rows = -(-a.render_rows // 2)
+    render: dict = {"rows": a.render_rows, "shard_rows": shard_rows}
+    for name, code, extra in (
+        ("single", RENDER_SINGLE, []),
+        ("zephyr_1", RENDER_ZEPHYR, ["1", str(shard_rows)]),
+        ("zephyr_2", RENDER_ZEPHYR, ["2", str(shard_rows)]),
+    ):
+        out = tmp / f"render-{name}"
+        out.mkdir()
+        print(f"render: {name}", flush=True)
+        render[name] = measure(code, [str(src), str(out), *extra])
+        render[name]["trajectories_per_s"] = a.render_rows / render[name]["wall_s"]
+    single = gzip.decompress((tmp / "render-single" / "rows.jsonl.gz").read_bytes())
+    for name in ("zephyr_1", "zephyr_2"):
+        shards = sorted((tmp / f"render-{name}" / "rows").glob("rows-*.jsonl.gz"))
+        render[name]["byte_identical_to_single"] = b"".join(gzip.decompress(x.read_bytes()) for x in shards) == single
+    return render
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--trajectories", type=int, default=200_000)
     p.add_argument("--sizes", default="10000,100000")
     p.add_argument("--n", type=int, default=100)
-    p.add_argument("--render-rows", type=int, default=40)
+    p.add_argument("--render-rows", type=int, default=1200)
     p.add_argument("--data", default=str(HERE / ".data" / "sampling"))
     p.add_argument("--out", default=str(HERE / "results" / "zephyr.json"))
+    p.add_argument("--parts", default="sampler,render", help="which to measure; the others keep their last figures")
     p.add_argument("--smoke", action="store_true")
     a = p.parse_args()
     if a.smoke:
         tmp = tempfile.mkdtemp()
         a.trajectories, a.sizes, a.n, a.render_rows = 2000, "100,500", 5, 4
         a.data, a.out = f"{tmp}/data", f"{tmp}/zephyr.json"
-    data = ensure_corpus(Path(a.data), a.trajectories)
-    corpus = str(data / "corpus-*.jsonl.gz")
-    sampler, outs = {}, {}
+    previous = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, code, extra in (
-            ("single", SINGLE, []),
-            ("load_all", LOAD_ALL, []),
-            ("zephyr_1", ZEPHYR, ["1"]),
-            ("zephyr_2", ZEPHYR, ["2"]),
-        ):
-            outs[name] = Path(tmp, name)
-            outs[name].mkdir()
-            print(f"sampler: {name}", flush=True)
-            sampler[name] = measure(code, [corpus, str(outs[name]), a.sizes, str(a.n), *extra])
-            sampler[name]["trajectories_per_s"] = a.trajectories / sampler[name]["wall_s"]
-        names = sorted(os.listdir(outs["single"]))
-        for name in ("zephyr_1", "zephyr_2"):
-            sampler[name]["byte_identical_to_single"] = sorted(os.listdir(outs[name])) == names and all(
-                same_output(outs[name] / f, outs["single"] / f) for f in names
-            )
-        render = {}
-        src = Path(tmp, "render-inputs.jsonl")
-        render_inputs(src, a.render_rows)
-        shard_rows = -(-a.render_rows // 2)
-        for name, code, extra in (
-            ("single", RENDER_SINGLE, []),
-            ("zephyr_1", RENDER_ZEPHYR, ["1", str(shard_rows)]),
-            ("zephyr_2", RENDER_ZEPHYR, ["2", str(shard_rows)]),
-        ):
-            out = Path(tmp, f"render-{name}")
-            out.mkdir()
-            print(f"render: {name}", flush=True)
-            render[name] = measure(code, [str(src), str(out), *extra])
-            render[name]["trajectories_per_s"] = a.render_rows / render[name]["wall_s"]
-            outs[f"render-{name}"] = out
-        single_rows = [outs["render-single"] / "rows.jsonl.gz"]
-        for name in ("zephyr_1", "zephyr_2"):
-            shards = sorted((outs[f"render-{name}"] / "rows").glob("rows-*.jsonl.gz"))
-            import gzip
-
-            joined = b"".join(gzip.decompress(s.read_bytes()) for s in shards)
-            render[name]["byte_identical_to_single"] = joined == gzip.decompress(single_rows[0].read_bytes())
+        sampler = bench_sampler(a, Path(tmp)) if "sampler" in a.parts else previous["sampler"]
+        render = bench_render(a, Path(tmp)) if "render" in a.parts else previous["render"]
     s, r = sampler, render
     report = {
         "trajectories": a.trajectories,
@@ -176,7 +187,7 @@ def main() -> None:
         "n": a.n,
         "cpus": os.cpu_count(),
         "sampler": sampler,
-        "render": {"rows": a.render_rows, "shard_rows": shard_rows, **render},
+        "render": render,
         "sampler_zephyr_1_over_single": s["zephyr_1"]["wall_s"] / s["single"]["wall_s"],
         "sampler_zephyr_2_speedup_over_1": s["zephyr_1"]["wall_s"] / s["zephyr_2"]["wall_s"],
         "sampler_zephyr_2_speedup_over_single": s["single"]["wall_s"] / s["zephyr_2"]["wall_s"],

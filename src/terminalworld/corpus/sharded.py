@@ -139,21 +139,26 @@ def _rank_shard(index: int, spec: Spec, *, seed: int, k: int, scratch: str) -> d
 
 def _fetch_shard(index: int, spec: list[tuple[FilePart, np.ndarray, np.ndarray]], *, scratch: str) -> dict[str, Any]:
     """A shard's selected lines (raw bytes, newline-terminated) written to scratch in rank order,
-    with their ranks beside them."""
-    found: list[tuple[int, bytes]] = []
-    for part, lines, ranks in spec:
-        want = dict(zip(lines.tolist(), ranks.tolist(), strict=True))
-        last = int(lines.max())
-        for n, raw in iter_lines(part.path):
-            if n in want:
-                found.append((want[n], raw if raw.endswith(b"\n") else raw + b"\n"))
-            if n >= last:
-                break
-    found.sort()
-    rows, ranks_path = os.path.join(scratch, f"rows-{index:05d}.jsonl"), os.path.join(scratch, f"ranks-{index:05d}.npy")
-    with atomic_output(rows) as f:
-        for _, raw in found:
-            f.write(raw)
+    with their ranks beside them. Lines are spilled to a local file as they are read and copied
+    out in rank order, so memory holds offsets, never rows."""
+    found: list[tuple[int, int]] = []  # (rank, spill offset)
+    with tempfile.TemporaryFile() as spill:
+        for part, lines, ranks in spec:
+            want = dict(zip(lines.tolist(), ranks.tolist(), strict=True))
+            last = int(lines.max())
+            for n, raw in iter_lines(part.path):
+                if n in want:
+                    found.append((want[n], spill.tell()))
+                    spill.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                if n >= last:
+                    break
+        found.sort()
+        rows = os.path.join(scratch, f"rows-{index:05d}.jsonl")
+        with atomic_output(rows) as f:
+            for _, offset in found:
+                spill.seek(offset)
+                f.write(spill.readline())
+    ranks_path = os.path.join(scratch, f"ranks-{index:05d}.npy")
     _save_array(ranks_path, np.array([r for r, _ in found], dtype=np.int64))
     return {"rows": rows, "ranks": ranks_path, "n": len(found)}
 
