@@ -49,8 +49,13 @@ class Record:
     def line_bytes(self) -> bytes:
         """The record as one JSON Lines line (its source bytes when it came from one)."""
         if self.raw is not None:
-            return self.raw if self.raw.endswith(b"\n") else self.raw + b"\n"
+            return as_line(self.raw)
         return json.dumps(self.value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def as_line(raw: bytes) -> bytes:
+    """Raw bytes of one line, newline-terminated (a file's last line may lack its newline)."""
+    return raw if raw.endswith(b"\n") else raw + b"\n"
 
 
 def expand(pattern: str) -> list[str]:

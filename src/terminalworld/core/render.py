@@ -386,7 +386,7 @@ def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats) -> It
         row = training_row(r, arm)
         stats.examples += 1
         stats.tokens += len(row["input_ids"])
-        stats.trained_tokens += int(r.mask(arm).sum())
+        stats.trained_tokens += sum(row["loss_weights"])
         stats.truncated_examples += r.truncated_tokens > 0
         stats.truncated_tokens += r.truncated_tokens
         yield row

@@ -59,6 +59,15 @@ class Tally:
         if len(self.bad_lines) < MAX_BAD_LINES:
             self.bad_lines.append(b.to_json())
 
+    def to_json(self) -> dict[str, Any]:
+        """`{counts, bad_lines}`: the tally as a shard of a sharded pass returns it."""
+        return {"counts": dict(self.counts), "bad_lines": self.bad_lines}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Tally:
+        """The tally `to_json` gave (other keys of `value` are ignored)."""
+        return cls(Counter(value["counts"]), list(value["bad_lines"]))
+
     @classmethod
     def merged(cls, parts: list[Tally], files: list[str]) -> Tally:
         """The tally of one pass over `files` from tallies of disjoint parts of them: counts summed,

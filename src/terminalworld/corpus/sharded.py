@@ -33,7 +33,15 @@ import numpy as np
 
 from terminalworld.core.formats import trajectories_of
 from terminalworld.core.heldout import heldout_row
-from terminalworld.core.records import FilePart, atomic_jsonl, atomic_output, expand_all, iter_lines, iter_part
+from terminalworld.core.records import (
+    FilePart,
+    as_line,
+    atomic_jsonl,
+    atomic_output,
+    expand_all,
+    iter_lines,
+    iter_part,
+)
 from terminalworld.corpus.sampling import (
     HeldoutConfig,
     SubsetsConfig,
@@ -72,17 +80,6 @@ def _pairs(spec: Spec, tally: Tally):
     records = itertools.chain.from_iterable(iter_part(part) for _, part in spec)
     for rec, traj in tallied(trajectories_of(records), tally):
         yield order[rec.file], rec, traj
-
-
-def _tally_json(tally: Tally) -> dict[str, Any]:
-    return {"counts": dict(tally.counts), "bad_lines": tally.bad_lines}
-
-
-def _tally(result: dict[str, Any]) -> Tally:
-    t = Tally()
-    t.counts.update(result["counts"])
-    t.bad_lines = result["bad_lines"]
-    return t
 
 
 @contextlib.contextmanager
@@ -134,7 +131,7 @@ def _rank_shard(index: int, spec: Spec, *, seed: int, k: int, scratch: str) -> d
     keys = np.array(sorted((-a, -b, -c) for a, b, c in heap), dtype=_KEYS)
     path = os.path.join(scratch, f"keys-{index:05d}.npy")
     _save_array(path, keys)
-    return {"keys": path, **_tally_json(tally)}
+    return {"keys": path, **tally.to_json()}
 
 
 def _fetch_shard(index: int, spec: list[tuple[FilePart, np.ndarray, np.ndarray]], *, scratch: str) -> dict[str, Any]:
@@ -149,7 +146,7 @@ def _fetch_shard(index: int, spec: list[tuple[FilePart, np.ndarray, np.ndarray]]
             for n, raw in iter_lines(part.path):
                 if n in want:
                     found.append((want[n], spill.tell()))
-                    spill.write(raw if raw.endswith(b"\n") else raw + b"\n")
+                    spill.write(as_line(raw))
                 if n >= last:
                     break
         found.sort()
@@ -184,7 +181,7 @@ def make_subsets_sharded(cfg: SubsetsConfig, workers: Workers, scratch: str | No
     specs = shard_parts(files, workers.shards)
     with _scratch(scratch) as tmp:
         ranked = run_shards(_rank_shard, specs, workers, name="subsets-rank", seed=cfg.seed, k=k, scratch=tmp)
-        tally = Tally.merged([_tally(r) for r in ranked], files)
+        tally = Tally.merged([Tally.from_json(r) for r in ranked], files)
         chosen = list(itertools.islice(heapq.merge(*(_keys_run(r["keys"]) for r in ranked)), k))
         if len(chosen) < k:
             raise too_few(len(chosen), k)
@@ -223,7 +220,7 @@ def _train_shard(index: int, spec: Spec) -> dict[str, Any]:
     """The training repos and instance ids of a shard of the training files; its tally."""
     tally = Tally()
     repos, ids = train_sets(((rec, traj) for _, rec, traj in _pairs(spec, tally)))
-    return {"repos": sorted(repos), "ids": sorted(ids), **_tally_json(tally)}
+    return {"repos": sorted(repos), "ids": sorted(ids), **tally.to_json()}
 
 
 def _candidate_shard(index: int, spec: Spec, *, cfg: HeldoutConfig, train: str) -> dict[str, Any]:
@@ -260,7 +257,7 @@ def _candidate_shard(index: int, spec: Spec, *, cfg: HeldoutConfig, train: str) 
         if len(rows) > 2 * cfg.n:
             bar = prune()
     prune()
-    return {"best": best, "rows": rows, **_tally_json(tally)}
+    return {"best": best, "rows": rows, **tally.to_json()}
 
 
 def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | None = None) -> dict[str, Any]:
@@ -268,7 +265,7 @@ def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | 
     check_heldout(cfg)
     train_files, files = expand_all(cfg.train), expand_all(cfg.corpus)
     trained = run_shards(_train_shard, shard_parts(train_files, workers.shards), workers, name="heldout-train")
-    train_tally = Tally.merged([_tally(r) for r in trained], train_files)
+    train_tally = Tally.merged([Tally.from_json(r) for r in trained], train_files)
     train_repos = {r for t in trained for r in t["repos"]}
     train_ids = {i for t in trained for i in t["ids"]}
     del trained
@@ -284,7 +281,7 @@ def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | 
             cfg=cfg,
             train=train,
         )
-    tally = Tally.merged([_tally(r) for r in shards], files)
+    tally = Tally.merged([Tally.from_json(r) for r in shards], files)
     best: dict[str, tuple[tuple[int, int, int], int]] = {}  # repo -> (candidate, shard)
     for s, result in enumerate(shards):
         for repo, cand in result["best"].items():

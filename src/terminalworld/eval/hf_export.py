@@ -11,34 +11,20 @@ environment variable the plan names (never from the config, so it never enters p
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from terminalworld.errors import InputError
+
+if TYPE_CHECKING:
+    from terminalworld.eval.metrics import Results
 
 HELDOUT_DATASET = "heldout"
 
 
-def score_rows(path: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A scores file's rows and its summary row (the last, `_summary: true`)."""
-    from terminalworld.core.records import BadLine, iter_records
-
-    rows, summary = [], None
-    for rec in iter_records(path):
-        if isinstance(rec, BadLine):
-            raise InputError(f"{rec.file}:{rec.line}: {rec.reason}")
-        if rec.value.get("_summary"):
-            summary = rec.value
-        else:
-            rows.append(rec.value)
-    if summary is None:
-        raise InputError(f"{path}: no summary row; the scoring run did not finish")
-    return rows, summary
-
-
-def eval_rows(heldout: list[dict[str, Any]], scores: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+def eval_rows(heldout: list[dict[str, Any]], scores: Results, name: str) -> list[dict[str, Any]]:
     """Each held-out row with the checkpoint's scores of it (`score_*` fields); a row the scorer
     skipped keeps its reason in `score_skipped`."""
-    by_id = {s["instance_id"]: s for s in scores}
+    by_id = scores.rows | scores.skipped
     missing = [r["instance_id"] for r in heldout if r["instance_id"] not in by_id]
     if missing:
         raise InputError(f"{name}: no score for {len(missing)} held-out rows, e.g. {missing[0]}")
@@ -65,6 +51,7 @@ def export_eval_sets(
 
     from terminalworld.core.heldout import read_heldout
     from terminalworld.core.records import write_json
+    from terminalworld.eval.metrics import read_results
 
     token = None
     if push:
@@ -77,8 +64,8 @@ def export_eval_sets(
     rows = read_heldout(heldout)
     sets = {HELDOUT_DATASET: (rows, None)}
     for name, path in scores.items():
-        scored, summary = score_rows(path)
-        sets[name] = (eval_rows(rows, scored, name), summary)
+        results = read_results(path)
+        sets[name] = (eval_rows(rows, results, name), results.summary)
     written = {}
     for name, (data, summary) in sets.items():
         ds = datasets.Dataset.from_list(data)

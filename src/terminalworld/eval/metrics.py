@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,20 +25,23 @@ BUCKETS = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, math.inf))
 @dataclass
 class Results:
     """One checkpoint's scores file: its model name, its path, the scored rows by instance id
-    (skipped rows left out), and the summary row."""
+    (skipped rows apart), and the summary row."""
 
     name: str
     path: str
     rows: dict[str, dict[str, Any]]  # instance_id -> scored row
     summary: dict[str, Any]
+    skipped: dict[str, dict[str, Any]] = field(default_factory=dict)  # instance_id -> skipped row
 
 
 def read_results(path: str) -> Results:
-    """Read a local scores file of `terminalworld score`, named by the summary's `model_name`, else
-    the path. Raises `ResultsError` on a line that is not JSON, or when there is no summary row (an
-    unfinished run)."""
-    rows, summary = {}, None
-    with open(path, encoding="utf-8") as f:
+    """Read a scores file of `terminalworld score` (local or remote), named by the summary's
+    `model_name`, else the path. Raises `ResultsError` on a line that is not JSON, or when there is
+    no summary row (an unfinished run)."""
+    import fsspec
+
+    rows, skipped, summary = {}, {}, None
+    with fsspec.open(path, "r", encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():
                 continue
@@ -50,11 +53,11 @@ def read_results(path: str) -> Results:
                 raise ResultsError(f"{path}:{n}: not a scorer row (no instance_id)")
             if row.get("_summary"):
                 summary = row
-            elif "skipped" not in row:
-                rows[row["instance_id"]] = row
+            else:
+                (skipped if "skipped" in row else rows)[row["instance_id"]] = row
     if summary is None:
         raise ResultsError(f"{path}: no summary row; the scoring run did not finish (rerun it to resume)")
-    return Results(summary.get("model_name") or path, path, rows, summary)
+    return Results(summary.get("model_name") or path, path, rows, summary, skipped)
 
 
 def token_weighted_ppl(sum_nll: np.ndarray, n: np.ndarray) -> float:

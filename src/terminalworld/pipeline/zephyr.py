@@ -15,6 +15,7 @@ cluster Zephyr starts `count` workers of `cpu` cores and `ram` memory each.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import resource
@@ -67,20 +68,14 @@ def run_shards(fn: Callable[..., Any], specs: list[Any], workers: Workers, *, na
     dataset = Dataset.from_list(list(enumerate(specs))).map_shard(shard)
     resources = ResourceConfig(cpu=workers.cpu, ram=workers.ram)
     client = current_client()
-    if isinstance(client, LocalClient):
-        runner = InlineRunner if workers.count == 1 else SubprocessRunner
-        with tempfile.TemporaryDirectory(prefix="tw-zephyr-") as chunks:
-            ctx = ZephyrContext(
-                client=client,
-                max_workers=workers.count,
-                resources=resources,
-                chunk_storage_prefix=chunks,
-                stage_runner_factory=runner,
-                name=name,
-            )
-            results = ctx.execute(dataset).results
-    else:
-        ctx = ZephyrContext(client=client, max_workers=workers.count, resources=resources, name=name)
+    with contextlib.ExitStack() as stack:
+        local = {}  # on a cluster Zephyr's defaults: the temp bucket and a subprocess per shard
+        if isinstance(client, LocalClient):
+            local = {
+                "chunk_storage_prefix": stack.enter_context(tempfile.TemporaryDirectory(prefix="tw-zephyr-")),
+                "stage_runner_factory": InlineRunner if workers.count == 1 else SubprocessRunner,
+            }
+        ctx = ZephyrContext(client=client, max_workers=workers.count, resources=resources, name=name, **local)
         results = ctx.execute(dataset).results
     return [r for _, r in sorted(results, key=lambda item: item[0])]
 

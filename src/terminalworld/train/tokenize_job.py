@@ -82,7 +82,7 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
 
     from terminalworld.core.assets import load_tokenizer
     from terminalworld.core.formats import trajectories_of
-    from terminalworld.core.records import atomic_jsonl, dumps_row, iter_records, read_json, write_json
+    from terminalworld.core.records import atomic_jsonl, dumps_row, read_json, write_json
     from terminalworld.core.render import RenderStats, build_renderer, rendered_rows
     from terminalworld.train.packing import PackStats, pack_problem, pack_rows
 
@@ -94,26 +94,26 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
     stats = RenderStats()
     items = trajectories_of(itertools.chain.from_iterable(iter_part(p) for p in parts))
     rows_path = os.path.join(job.out, shard_file("rows", index, ".jsonl.gz"))
-    with atomic_jsonl(rows_path) as f:
-        for row in rendered_rows(items, renderer, "full" if job.arm == "pretrain" else job.arm, stats):
-            f.write(dumps_row(row))
     sep = load_tokenizer(job.tokenizer).convert_tokens_to_ids(job.separator)
-
-    def packable():
-        for rec in iter_records(rows_path):
-            row = rec.value
-            if job.arm == "pretrain":
-                row = {**row, "loss_weights": [1] * len(row["input_ids"])}
-            problem = pack_problem(row, job.seq_len, sep)
-            if problem:
-                stats.fail(rows_path, rec.line, row["instance_id"], "unpackable", problem)
-            else:
-                yield row
-
     pack = PackStats()
-    with atomic_jsonl(os.path.join(job.out, shard_file("packed", index, ".jsonl.gz"))) as f:
-        for p in pack_rows(packable(), job.seq_len, sep, pack):
-            f.write(dumps_row({"input_ids": p["input_ids"], "loss_weights": p["loss_weights"]}))
+    with atomic_jsonl(rows_path) as rows_file:
+
+        def packable():
+            """Each rendered row, written to the rows file, then (if it can be packed) to packing."""
+            rows = rendered_rows(items, renderer, "full" if job.arm == "pretrain" else job.arm, stats)
+            for line, row in enumerate(rows, start=1):
+                rows_file.write(dumps_row(row))
+                if job.arm == "pretrain":
+                    row = {**row, "loss_weights": [1] * len(row["input_ids"])}
+                problem = pack_problem(row, job.seq_len, sep)
+                if problem:
+                    stats.fail(rows_path, line, row["instance_id"], "unpackable", problem)
+                else:
+                    yield row
+
+        with atomic_jsonl(os.path.join(job.out, shard_file("packed", index, ".jsonl.gz"))) as f:
+            for p in pack_rows(packable(), job.seq_len, sep, pack):
+                f.write(dumps_row({"input_ids": p["input_ids"], "loss_weights": p["loss_weights"]}))
     result = {
         "shard": index,
         "inputs": [asdict(p) for p in parts],
