@@ -1,11 +1,8 @@
-import os
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("TERMINALWORLD_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures" / "real"))
-SWE_ZERO = FIXTURES / "adp_swe-zero-12m" / "sample_raw.json"
+from tests.paths import FIXTURES, REPO_ROOT
 
 
 def load_experiment(name: str):

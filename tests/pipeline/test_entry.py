@@ -10,7 +10,7 @@ from fray.types import ResourceConfig
 
 from terminalworld.pipeline.entry import main, plan
 from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, step
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 
 def broken_fn(*, out: str, value: int) -> None:

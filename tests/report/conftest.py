@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 SNAPSHOT = REPO_ROOT / "docs" / "snapshots" / "local-demo"
 STRICT_BUILD_SECONDS = 60

@@ -19,7 +19,7 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 
 from terminalworld.report.site import TABLES
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 from tests.report.conftest import SNAPSHOT
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")

@@ -19,7 +19,7 @@ from terminalworld.report.site import (
     locked_versions,
     upstream,
 )
-from tests.conftest import FIXTURES, REPO_ROOT
+from tests.paths import FIXTURES, REPO_ROOT
 from tests.report.conftest import SNAPSHOT, STRICT_BUILD_SECONDS, copy_docs, mkdocs_build
 
 VERSION = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["reports"][0].rpartition("@")[2]
@@ -247,7 +247,6 @@ def test_no_external_fetch_in_the_built_site(built_site):
     assert "fonts.googleapis" not in "".join(p.read_text() for p in built_site.site.rglob("*.css"))
 
 
-@pytest.mark.skipif(not (FIXTURES / "mini-swe-agent").is_dir(), reason="the real fixtures are not beside the repo")
 def test_loss_mask_example_is_the_current_show_mask_output(capsys):
     from terminalworld.core.maskview import ShowMaskConfig, show_mask
 
