@@ -196,7 +196,9 @@ def build(d: Demo = Demo()) -> DemoGraph:
         for name, m in models.items()
         for source in ({"heldout": heldout}, {"probes": probes})
     ]
-    sims.append(sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=asdict(d.sim), version=v))
+    sims.append(
+        sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=asdict(d.sim), version=v)
+    )
     report = reports.report(
         scores=scores,
         base="base",

@@ -42,9 +42,9 @@ def _file_relative_paths(path: Path) -> list[tuple[int, Path]]:
         return None
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if (p := value(node.value)) is not None:
-                names[node.targets[0].id] = p
+        single = isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        if single and (p := value(node.value)) is not None:
+            names[node.targets[0].id] = p
     for node in ast.walk(tree):
         if isinstance(node, ast.expr) and not isinstance(node, ast.Name) and (p := value(node)) is not None:
             found.append((node.lineno, p))
