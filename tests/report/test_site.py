@@ -87,6 +87,9 @@ def test_result_page_tables_come_from_the_artifact(tmp_path):
     arms = [a["arm"] for a in json.loads((REPORT / "report.json").read_text())["arms"]]
     tables = json.loads((docs / "results" / "tables.json").read_text())["results/world-model-probe.md"]
     assert tables[:3] == [arms, arms, arms]  # PPL, per-trajectory counts, length buckets
+    # One order of models in every table, the simulator's included (metrics.json sorts their keys).
+    by_model = [t for t in tables if set(t) == set(arms)]
+    assert len(by_model) >= 8 and all(t == arms for t in by_model), by_model
     metrics = json.loads((REPORT / "metrics.json").read_text())
     assert f"**{metrics['n_common']}** held-out trajectories" in page
     median = next(c for c in metrics["checkpoints"] if c["name"] == "assistant")["median_ppl"]
