@@ -153,7 +153,12 @@ def sim_plots(table: dict[str, Any], out: str) -> list[str]:
         fig, ax = plt.subplots(figsize=(5.5, 3.2))
         rates = [r["degenerate_rate"] or 0 for r in graded.values()]
         bars = ax.bar(list(graded), rates, color=[colors[n] for n in graded])
-        ax.bar_label(bars, [f"{x:.0%}" for x in rates], fontsize=8)  # a zero is a result, not a missing bar
+        # A zero bar is invisible: label each, and say where the 800-character rule could not fire.
+        shown = [
+            f"{x:.0%}" if r.get("degenerate_rate_long") is not None else "not measured"
+            for x, r in zip(rates, graded.values(), strict=True)
+        ]
+        ax.bar_label(bars, shown, fontsize=8)
         ax.set(ylabel="degenerate share", ylim=(0, 1), title="Share of generated outputs flagged degenerate")
         ax.title.set_fontsize(9)
         written.append(save_plot(fig, out, "sim_degeneration.png"))
