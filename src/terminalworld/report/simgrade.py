@@ -134,6 +134,7 @@ def sim_plots(table: dict[str, Any], out: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
 
     cps, written = table["checkpoints"], []
     colors = model_colors(list(cps))
@@ -168,6 +169,7 @@ def sim_plots(table: dict[str, Any], out: str) -> list[str]:
         for n, r in loops.items():
             turns = [t if t is not None else 0 for t in r["first_divergence"]]
             ax.hist(turns, bins=np.arange(-0.5, max(turns) + 1.5), alpha=0.6, label=n, color=colors[n])
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # turns are whole
         ax.set(
             xlabel="first diverging turn (0: never)",
             ylabel="episodes",
