@@ -51,9 +51,12 @@ class Launched:
         if self.init is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.init, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        try:  # the outer bwrap reaps pid 1 and exits; killed first, it would leave pid 1 to the host's init
+            self.proc.wait(timeout=30 if self.init is not None else 0)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
         if self.init is not None:
             if not select.select([self.init], [], [], 30)[0]:
                 raise RuntimeError("the sandbox's pid 1 did not exit 30 s after SIGKILL")

@@ -67,11 +67,12 @@ def _listing(fd: int, unlock: bool) -> list[tuple[str, os.stat_result]]:
             os.chmod(_proc(fd), stat.S_IMODE(mode))
 
 
-def walk(root: str, *, unlock: bool = False) -> Iterator[tuple[int, str, os.stat_result, list[str]]]:
-    """(folder descriptor, name, lstat, the folder's names below `root`) of every entry under `root`
-    (a host-chosen folder), parents before children; descriptor and list hold until the next item.
-    Raises `TreeChanged`."""
-    fd = os.open(root, _PATH)
+def walk(root: str, relpath: str = "", *, unlock: bool = False) -> Iterator[tuple[int, str, os.stat_result, list[str]]]:
+    """(folder descriptor, name, lstat, the folder's names below the start) of every entry under
+    `root/relpath` (`root` a host-chosen folder, `relpath` reached without following symlinks),
+    parents before children; descriptor and list hold until the next item. Raises `TreeChanged`, and
+    OSError when `relpath` is not a folder."""
+    fd = _descend(root, _parts(relpath))
     stack, parts = [(os.fstat(fd), _listing(fd, unlock))], []
     try:
         while stack:
@@ -154,34 +155,105 @@ def open_regular(fd: int, name: str) -> int | None:
     return None
 
 
-def read_regular(root: str, relpath: str, *, max_bytes: int) -> bytes | None:
-    """The contents of `root/relpath` when every component is a real folder and the last a regular
-    file of at most `max_bytes`; None when it is missing, anything else, or larger."""
-    *folders, name = relpath.strip("/").split("/")
+def _parts(relpath: str) -> list[str]:
+    parts = [p for p in relpath.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"{relpath}: a path below the tree has no .. component")
+    return parts
+
+
+def _descend(root: str, folders: list[str], *, create: bool = False) -> int:
+    """An O_PATH descriptor of `root/folders...`, each component a real folder (made when missing
+    and `create`; a non-folder in the way is replaced). Raises OSError when one is not a folder."""
     fd = os.open(root, _PATH)
     try:
         for part in folders:
+            if create:
+                with contextlib.suppress(OSError):
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                    if not stat.S_ISDIR(st.st_mode):
+                        os.unlink(part, dir_fd=fd)
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=fd)
             nxt = os.open(part, _PATH, dir_fd=fd)
             os.close(fd)
             fd = nxt
-        f = open_regular(fd, name)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def lstat(root: str, relpath: str) -> os.stat_result | None:
+    """The lstat of `root/relpath`, reached without following symlinks; None when missing."""
+    *folders, name = _parts(relpath)
+    try:
+        fd = _descend(root, folders)
     except OSError:
+        return None
+    try:
+        return os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
         return None
     finally:
         os.close(fd)
-    if f is None:
+
+
+def open_file(root: str, relpath: str) -> int | None:
+    """A read descriptor for `root/relpath` when every folder on the way is a real one and the
+    entry a regular file; else None."""
+    *folders, name = _parts(relpath)
+    try:
+        fd = _descend(root, folders)
+    except OSError:
+        return None
+    try:
+        return open_regular(fd, name)
+    finally:
+        os.close(fd)
+
+
+def read_regular(root: str, relpath: str, *, max_bytes: int) -> bytes | None:
+    """The contents of `root/relpath` when it is a regular file (see `open_file`) of at most
+    `max_bytes`; None when it is missing, anything else, or larger."""
+    if (f := open_file(root, relpath)) is None:
         return None
     with os.fdopen(f, "rb") as fh:
         data = fh.read(max_bytes + 1)
     return data if len(data) <= max_bytes else None
 
 
-def copy_out(root: str, dest: str) -> None:
-    """Copy the folders and regular files under `root` to `dest` (created, merged into), the
+def copy_in(source: str, root: str, relpath: str) -> None:
+    """Copy host file or folder `source` (trusted) to `root/relpath` in a tree a command could have
+    written: no symlink on the way is followed, and an entry in the way that is not a folder (or, for
+    a file, the file's own name, whatever it is) is replaced rather than written through."""
+    parts = _parts(relpath)
+    if os.path.isdir(source):
+        for here, _, files in os.walk(source):
+            rel = os.path.relpath(here, source)
+            below = parts + ([] if rel == "." else rel.split("/"))
+            os.close(_descend(root, below, create=True))
+            for name in files:
+                copy_in(os.path.join(here, name), root, "/".join([*below, name]))
+        return
+    fd = _descend(root, parts[:-1], create=True)
+    try:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            os.unlink(parts[-1], dir_fd=fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        out = os.open(parts[-1], flags, stat.S_IMODE(os.stat(source).st_mode) & 0o777, dir_fd=fd)
+    finally:
+        os.close(fd)
+    with open(source, "rb") as fin, os.fdopen(out, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+
+
+def copy_out(root: str, relpath: str, dest: str) -> None:
+    """Copy the folders and regular files under `root/relpath` to `dest` (created, merged into), the
     files' permission bits without setuid/setgid; symlinks, FIFOs, devices and sockets are left out,
     so nothing copied can point or block anywhere on the host."""
     os.makedirs(dest, exist_ok=True)
-    for fd, name, st, parts in walk(root):
+    for fd, name, st, parts in walk(root, relpath):
         target = os.path.join(dest, *parts, name)
         if stat.S_ISDIR(st.st_mode):
             os.makedirs(target, exist_ok=True)
