@@ -1,8 +1,10 @@
-"""One cgroup v1 group per sandboxed command (memory, pids, freezer): limits the kernel enforces
-over the whole command, and a way to stop everything in it and see that it is gone.
+"""One cgroup v1 memory group per sandboxed command: a memory limit the kernel enforces over the
+whole command, and a way to see that everything in it is gone.
 
-Used when the host has the v1 memory, pids and freezer controllers and the caller may create groups
-below its own (root here). The memory limit counts every page the command's processes charge,
+Used when the host has the v1 memory controller and the caller may create groups below its own
+(root here). Only the memory controller: moving a process into a v1 group waits for an RCU grace
+period per controller (a few ms each), the pid namespace already bounds and ends the processes
+(RLIMIT_NPROC counts per user namespace), and no freezer is needed to kill a namespace. The memory limit counts every page the command's processes charge,
 memfd and shared memory included (the sandbox's /tmp and /dev/shm are tmpfs, charged to the writer),
 and swap too where memsw accounting exists; the kernel's OOM killer acts inside the group. Groups
 are named `tw-<pid>-<n>` after the process that made them, so ones left by a killed process are
@@ -20,7 +22,7 @@ import signal
 import time
 
 _ROOT = "/sys/fs/cgroup"
-_CONTROLLERS = ("memory", "pids", "freezer")
+_CONTROLLERS = ("memory",)
 _NAME = re.compile(r"tw-(\d+)-\d+")
 _counter = itertools.count()
 
@@ -54,9 +56,9 @@ def _pids(folder: str) -> list[int]:
 
 
 class Group:
-    """A fresh group in each controller, with `memory_bytes` and `max_processes` over all of it."""
+    """A fresh memory group with `memory_bytes` over all of it."""
 
-    def __init__(self, memory_bytes: int, max_processes: int):
+    def __init__(self, memory_bytes: int):
         found = parents()
         assert found is not None, "no cgroup v1 hierarchy usable here"
         sweep()
@@ -68,10 +70,9 @@ class Group:
         _write(f"{mem}/memory.limit_in_bytes", str(memory_bytes))
         if os.path.exists(f"{mem}/memory.memsw.limit_in_bytes"):
             _write(f"{mem}/memory.memsw.limit_in_bytes", str(memory_bytes))
-        _write(f"{self.dirs['pids']}/pids.max", str(max_processes))
 
     def add(self, pid: int) -> None:
-        """Put `pid` (not yet forked anything) in every controller's group; its children follow."""
+        """Put `pid` (not yet forked anything) in the group; its children follow."""
         for d in self.dirs.values():
             _write(f"{d}/cgroup.procs", str(pid))
 
@@ -82,30 +83,17 @@ class Group:
         return int(m.group(1)) if m else 0
 
     def stop(self, timeout_s: float = 10.0) -> None:
-        """SIGKILL everything in the group (frozen first, so nothing forks away meanwhile), then wait
-        until every controller's group is empty and remove it. Raises `TimeoutError` if it stays busy."""
+        """SIGKILL whatever is left in the group, wait until it is empty and remove it. Raises
+        `TimeoutError` if it stays busy."""
         _stop(self.dirs, timeout_s)
 
 
 def _stop(dirs: dict[str, str], timeout_s: float) -> None:
-    freezer = dirs["freezer"]
-    with contextlib.suppress(FileNotFoundError):
-        if _pids(freezer):
-            _write(f"{freezer}/freezer.state", "FROZEN")
-            for _ in range(1000):
-                with open(f"{freezer}/freezer.state") as f:
-                    if f.read().strip() == "FROZEN":
-                        break
-                time.sleep(0.001)
-            for pid in _pids(freezer):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            _write(f"{freezer}/freezer.state", "THAWED")
     deadline, pause = time.monotonic() + timeout_s, 0.0005
-    while any(_pids(d) for d in dirs.values()):
+    while pids := [p for d in dirs.values() for p in _pids(d)]:
         if time.monotonic() > deadline:
-            raise TimeoutError(f"cgroup {freezer} still has processes after SIGKILL")
-        for pid in _pids(freezer):
+            raise TimeoutError(f"cgroup {dirs['memory']} still has processes after SIGKILL")
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(pause)

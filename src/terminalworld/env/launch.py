@@ -10,7 +10,7 @@ inside, so every process of the sandbox descends from that pid 1, in its pid nam
 Ending SIGKILLs that pid 1 through its pidfd, which makes the kernel kill every process of the pid
 namespace, whatever they did to themselves (a cleared parent-death signal, a new session); the pidfd
 turns readable only once the kernel has reaped them all. With a cgroup, whatever is left in it is
-then killed frozen, and the group is removed once empty. A process leaves neither way: the pid
+then killed, and the group is removed once empty. A process leaves neither way: the pid
 namespace has no way out, and the sandbox sees no cgroup filesystem.
 """
 

@@ -1,24 +1,40 @@
 """A bubblewrap sandbox that runs one shell command in a repository and returns what it printed.
 
-Threat model: a hostile model issuing arbitrary bash. It must not read host secrets, write outside its
-repository copy, reach a network, keep or regain a privilege, exhaust the host's memory, processes,
-disk or CPU, or outlive its command. Kernel exploits and side channels are out of scope.
+Threat model: a hostile model issuing arbitrary bash, which also fights back: against its own
+processes, against host-side code that walks, hands back or reads what it wrote, and against limits
+user space counts. It must not read host secrets, write outside its repository copy (and bound
+folders), reach a network, keep or regain a privilege, exhaust the host's memory, processes, disk or
+CPU, outlive its command, forge a reward, or drive the operator's terminal. Not defended: kernel
+exploits (the kernel is shared) and timing side channels; /proc/self/mountinfo still names the host
+folders bound in (bwrap cannot hide a bind mount's source).
 
 Each command gets fresh user, mount, pid, network, IPC, UTS and cgroup namespaces, no capability,
-no_new_privs and no nested user namespace. Inside it is uid 0 (`ls -l` shows `root root`, as in
-SWE-ZERO's containers) mapped to an unprivileged host uid: the caller's, or `SandboxConfig.host_uid`
-(65534) when the caller is root, since host root escapes RLIMIT_NPROC and owns every root-only file;
-a root host therefore gives the repository copy to that uid, which must be able to reach it. Visible:
-system folders read-only, minus what not every user may read (/etc/shadow, ssh host keys, ...); the
-repository, writable, at /testbed; private /tmp and /dev/shm. Not: /root, /home, the project, the
-host's environment (bwrap gets none either, as it is pid 1 inside).
+no_new_privs, and a seccomp filter (`env.seccomp`: no ptrace or process-memory calls, no kernel
+keyring, no nested user namespace, ...) that bwrap loads into the sandbox's pid 1 too. Inside it is
+uid 0 (`ls -l` shows `root root`, as in SWE-ZERO's containers) mapped to an unprivileged host uid:
+the caller's, or `SandboxConfig.host_uid` (65534) when the caller is root, since host root escapes
+RLIMIT_NPROC and owns every root-only file; a root host therefore gives the repository copy to that
+uid, which must be able to reach it. Visible: system folders read-only, minus what not every user
+may read (/etc/shadow, ssh host keys, ...); the repository, writable, at /testbed; private /tmp and
+/dev/shm. Not: /root, /home, the project, the host's environment (bwrap gets none either, as it is
+pid 1 inside), host paths in bwrap's command line (its options come through a memfd).
 
-Limits, each named by a note after the output: wall time (the process tree is killed); memory
-(RLIMIT_AS per process, see `memory_limit_kind`); processes (RLIMIT_NPROC, per sandbox since Linux
-5.14 as each has its own user namespace, per host uid before); disk (the repository may grow by
-`disk_bytes`, measured while the command runs and after; files are capped at `max_file_bytes`); CPU
-(RLIMIT_CPU per process). RLIMIT_AS sends no signal, so its note relies on the errors printed (best
-effort), and shared memory escapes it; sandboxed processes are the OOM killer's first pick.
+Nothing outlives a command (`env.launch`): its end SIGKILLs the sandbox's pid 1 through a pidfd
+taken before anything ran inside, so the kernel kills the whole pid namespace whatever the command
+did to its processes, and `run` returns only once that pid 1 has exited (every process of the
+namespace reaped) and, with a cgroup, the group is empty. Only then does host-side code touch the
+copy, and every walk of it (`env.walk`: hand-over, hand-back, disk accounting, downloads) goes
+through directory descriptors that never follow a symlink, reach any depth, and skip entries that
+vanish; the hand-back clears setuid and setgid bits.
+
+Limits, each named by a note after the output: wall time; memory (with the cgroup v1 memory
+controller, on a root host that has it, over the whole command with memfd and shared memory
+charged, plus RLIMIT_AS per process; see `memory_limit_kind`); processes (RLIMIT_NPROC, per
+sandbox since Linux 5.14 as each has its own user namespace, per host uid before); disk (the copy may
+grow by `disk_bytes`, measured while the command runs and after, each name counting 4 KiB and each
+inode's blocks once; files are capped at `max_file_bytes`); CPU (RLIMIT_CPU per process). The disk
+cap is measured, not a property of the filesystem (the copy lives where the caller put it).
+Sandboxed processes are the OOM killer's first pick.
 
 Output keeps head and tail like SWE-ZERO (`... (output truncated, N chars elided) ...`), counted
 exactly; the environment is fixed (LC_ALL=C, TZ=UTC, HOME, PATH). bwrap is the static binary of
@@ -358,7 +374,7 @@ class Sandbox:
         unchanged apart from the repository copy and the bound folders."""
         cfg = self.config if timeout_s is None else replace(self.config, timeout_s=timeout_s)
         start = time.monotonic()
-        group = cgroup.Group(cfg.memory_bytes, cfg.max_processes) if self._grouped else None
+        group = cgroup.Group(cfg.memory_bytes) if self._grouped else None
         try:
             started = launch.launch(self._bwrap, self._options, self.argv(command), self._ident, group)
         except BaseException:
