@@ -252,12 +252,14 @@ def test_copies_and_temporary_files_of_a_killed_run_are_removed_by_the_next(work
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    (workdir / f"tw-rec-{dead.pid}-abcd" / "repo").mkdir(parents=True)
-    (workdir / f".rows.jsonl.{dead.pid}.abcd.tmp").write_text("partial")
-    (workdir / f"tw-rec-{os.getppid()}-live").mkdir()  # a live process's copy stays
+    (workdir / f"tw-rec-{dead.pid}-abcd1234" / "repo").mkdir(parents=True)
+    (workdir / f".rows.jsonl.{dead.pid}.abcd1234.tmp").write_text("partial")
+    (workdir / f"tw-rec-{os.getppid()}-live1234").mkdir()  # a live process's copy stays
+    (workdir / f".rows.jsonl.{dead.pid}.notes").write_text("not a temporary file")
     made = scratch.make_dir("tw-rec-", str(workdir))
     with atomic_output(str(workdir / "rows.jsonl")) as f:
         f.write(b"{}\n")
     names = sorted(p.name for p in workdir.iterdir())
-    assert names == sorted([os.path.basename(made), f"tw-rec-{os.getppid()}-live", "rows.jsonl"])
+    kept = [os.path.basename(made), f"tw-rec-{os.getppid()}-live1234", "rows.jsonl", f".rows.jsonl.{dead.pid}.notes"]
+    assert names == sorted(kept)
     assert stat.S_ISDIR(os.lstat(made).st_mode)

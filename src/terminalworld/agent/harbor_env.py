@@ -13,8 +13,9 @@ no image), so only tasks whose environment is the repository run here. Uploads a
 host copies through directory descriptors that never follow a symlink (`env.walk`): an upload
 replaces what stands in its way, a download copies folders and regular files only, so no symlink,
 FIFO or device a command made reaches the trial folder that Harbor's verifier reads on the host.
-When the verifier starts (its upload of /tests), /logs/verifier is made afresh by the host, after
-every command of the agent has ended; the downloaded reward must pass `tasks.layout.read_reward`
+After every command /logs/verifier is kept a real folder whose reward files are regular files, and
+when the verifier starts (its upload of /tests) it is made afresh by the host, after every command
+of the agent has ended; the downloaded reward must pass `tasks.layout.read_reward`
 (a regular file holding one number in [0, 1]), else the download fails: an infrastructure error,
 never a forged score. A command runs as the sandbox's uid 0 whatever `user` asks, with the sandbox's wall
 limit (`timeout_sec`, else `command_timeout_s`); a cancelled `exec` (Harbor's agent timeout)
@@ -28,6 +29,7 @@ import json
 import os
 import shlex
 import shutil
+import stat
 import time
 from pathlib import Path, PurePosixPath
 
@@ -154,7 +156,24 @@ class SandboxEnvironment(BaseEnvironment):
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (self._merge_env(env) or {}).items())
         script = f"cd {shlex.quote(cwd)} && {{ {exports}{command}\n}}" if cwd else f"{exports}{command}"
         result = await asyncio.to_thread(self._sandbox.run, script, timeout_s=timeout_sec or None)
+        await asyncio.to_thread(self._keep_verifier_dir)
         return ExecResult(stdout=result.output, stderr="", return_code=result.returncode)
+
+    def _keep_verifier_dir(self) -> None:
+        """After a command (all of its processes gone): /logs/verifier stays a real folder whose
+        reward files, if any, are regular files, so that no command can make Harbor's removal of
+        stale rewards fail (a trial turned into an unscored error) or its reward point elsewhere."""
+        top, below = self._place(VERIFIER_DIR)
+        folder = walk.lstat(top, below)
+        if folder is not None and not stat.S_ISDIR(folder.st_mode):
+            scratch.remove_tree(os.path.join(top, below))
+        if folder is None or not stat.S_ISDIR(folder.st_mode):
+            os.mkdir(os.path.join(top, below))
+            self._sandbox.claim_repo()
+        for name in ("reward.txt", "reward.json"):
+            entry = walk.lstat(top, f"{below}/{name}")
+            if entry is not None and not stat.S_ISREG(entry.st_mode):
+                scratch.remove_tree(os.path.join(top, below, name))
 
 
 class SimulatedEnvironment(SandboxEnvironment):

@@ -17,6 +17,8 @@ import re
 import stat
 import tempfile
 
+_RANDOM = r"(\d+){}[a-z0-9_]{{8}}"  # the pid, a separator, then tempfile's eight random characters
+
 
 def _alive(pid: int) -> bool:
     try:
@@ -29,9 +31,9 @@ def _alive(pid: int) -> bool:
 
 
 @functools.cache
-def _swept(prefix: str, folder: str) -> None:
-    """Remove, once per process, what dead processes left in `folder` under `prefix`."""
-    pattern = re.compile(re.escape(prefix) + r"(\d+)[-.].*")
+def _swept(pattern: re.Pattern, folder: str) -> None:
+    """Remove, once per process, what dead processes left in `folder` (names `pattern` matches, the
+    pid its first group)."""
     with contextlib.suppress(OSError):
         for name in os.listdir(folder):
             m = pattern.fullmatch(name)
@@ -49,14 +51,14 @@ def make_dir(prefix: str, folder: str | None = None) -> str:
     """A new private folder `<folder>/<prefix><pid>-<random>` (default folder: the system's
     temporary one), after removing what killed runs left there under `prefix`."""
     folder = folder or tempfile.gettempdir()
-    _swept(prefix, os.path.abspath(folder))
+    _swept(re.compile(re.escape(prefix) + _RANDOM.format("-")), os.path.abspath(folder))
     return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=folder)
 
 
 def make_file(prefix: str, folder: str, suffix: str = "") -> tuple[int, str]:
     """`tempfile.mkstemp` named `<prefix><pid>.<random><suffix>`, after removing what killed runs
     left there under `prefix`."""
-    _swept(prefix, os.path.abspath(folder))
+    _swept(re.compile(re.escape(prefix) + _RANDOM.format(r"\.") + re.escape(suffix)), os.path.abspath(folder))
     return tempfile.mkstemp(dir=folder, prefix=f"{prefix}{os.getpid()}.", suffix=suffix)
 
 

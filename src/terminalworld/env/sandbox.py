@@ -93,6 +93,9 @@ class SandboxConfig:
     host_uid: int = 65534  # what a root caller runs sandboxes as; any other caller runs them as itself
     host_gid: int = 65534
     bwrap: str | None = None  # see `bwrap_path`
+    # The memory limit over the whole command (see `memory_limit_kind`): moving each command's pid 1
+    # into its cgroup waits for an RCU grace period (milliseconds, more on a busy host).
+    memory_cgroup: bool = True
 
 
 @dataclass(frozen=True)
@@ -302,7 +305,7 @@ class Sandbox:
         counted in its disk cap: a harness's `/tests` or `/logs`. Each must not shadow a system folder."""
         self.repo_dir = os.path.abspath(repo_dir)
         self.config = config
-        self.memory_limit_kind = memory_limit_kind()
+        self.memory_limit_kind = memory_limit_kind() if config.memory_cgroup else "rlimit"
         self.binds = {inside: os.path.abspath(host) for inside, host in (binds or {}).items()}
         if bad := [p for p in self.binds if not p.startswith("/") or p.split("/")[1] in _RESERVED]:
             raise InputError(f"{bad[0]}: binds go to absolute paths outside the system folders and /testbed")
@@ -321,7 +324,7 @@ class Sandbox:
         mounts = ["--bind", self.repo_dir, REPO_MOUNT]
         mounts += [a for inside, host in sorted(self.binds.items()) for a in ("--bind", host, inside)]
         self._options = _sandbox_args(config, self._ident, mounts)
-        self._grouped = self._ident is not None and cgroup.parents() is not None
+        self._grouped = config.memory_cgroup and self._ident is not None and cgroup.parents() is not None
         self.claim_repo()
 
     def give_back(self, uid: int, gid: int) -> None:

@@ -164,8 +164,9 @@ def _parts(relpath: str) -> list[str]:
 
 def _descend(root: str, folders: list[str], *, create: bool = False) -> int:
     """An O_PATH descriptor of `root/folders...`, each component a real folder (made when missing
-    and `create`; a non-folder in the way is replaced). Raises OSError when one is not a folder."""
-    fd = os.open(root, _PATH)
+    and `create`; a non-folder in the way is replaced). Raises OSError when one is not a folder.
+    `root` itself is the host's choice and may be reached through a symlink."""
+    fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for part in folders:
             if create:
