@@ -2,13 +2,13 @@
 whole command, and a way to see that everything in it is gone.
 
 Used when the host has the v1 memory controller and the caller may create groups below its own
-(root here). Only the memory controller: moving a process into a v1 group waits for an RCU grace
-period per controller (a few ms each), the pid namespace already bounds and ends the processes
-(RLIMIT_NPROC counts per user namespace), and no freezer is needed to kill a namespace. The memory limit counts every page the command's processes charge,
-memfd and shared memory included (the sandbox's /tmp and /dev/shm are tmpfs, charged to the writer),
-and swap too where memsw accounting exists; the kernel's OOM killer acts inside the group. Groups
-are named `tw-<pid>-<n>` after the process that made them, so ones left by a killed process are
-emptied and removed by the next one (`sweep`).
+(root here). The limit counts every page the command's processes charge, memfd and shared memory
+included (the sandbox's /tmp and /dev/shm are tmpfs, charged to the writer), and swap too where
+memsw accounting exists; the kernel's OOM killer acts inside the group. Only the memory controller:
+moving a process into a v1 group waits for an RCU grace period per controller, the pid namespace
+already ends every process (RLIMIT_NPROC counts per user namespace), and no freezer is needed to
+kill a namespace. Groups are named `tw-<pid>-<n>` after the process that made them, so empty ones
+left by a killed process are removed by the next one (`sweep`). cgroup v2 is not used yet.
 """
 
 from __future__ import annotations
