@@ -51,7 +51,7 @@ class Launched:
         if self.init is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.init, signal.SIGKILL)
-        try:  # the outer bwrap reaps pid 1 and exits; killed first, it would leave pid 1 to the host's init
+        try:  # the outer bwrap exits by itself once pid 1 is dead; it is killed only if it does not
             self.proc.wait(timeout=30 if self.init is not None else 0)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
