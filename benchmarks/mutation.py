@@ -40,7 +40,10 @@ MODULES = {
         "src/terminalworld/train/packing.py",
         ["tests/train/test_packing.py", "tests/train/test_packing_mutants.py"],
     ),
-    "sandbox": ("src/terminalworld/env/sandbox.py", ["tests/env/test_sandbox.py", "tests/env/test_sandbox_attacks.py"]),
+    "sandbox": (
+        "src/terminalworld/env/sandbox.py",
+        ["tests/env/test_sandbox.py", "tests/env/test_sandbox_attacks.py", "tests/env/test_sandbox_hostile.py"],
+    ),
     "metrics": (
         "src/terminalworld/eval/metrics.py",
         ["tests/eval/test_metrics.py", "tests/eval/test_metrics_mutants.py"],

@@ -23,13 +23,14 @@ def load_experiment(name: str):
 def workdir():
     """A folder every uid may traverse (a root host runs sandboxes as an unprivileged uid, which must
     reach the repository), removed afterwards."""
-    import shutil
     import tempfile
+
+    from terminalworld.core.scratch import remove_tree  # what a command left may be deeper than rmtree goes
 
     base = Path(tempfile.mkdtemp(prefix="tw-test-"))
     base.chmod(0o711)
     yield base
-    shutil.rmtree(base, ignore_errors=True)
+    remove_tree(str(base))
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,6 @@ import hashlib
 import os
 import random
 import re
-import shutil
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from terminalworld.core import scratch
 from terminalworld.core.prompts import SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
@@ -281,7 +280,7 @@ class Policy:
 def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: SandboxConfig) -> list[CommandResult]:
     """Run `commands` in order in one sandbox over a fresh copy of `tree` (removed afterwards), file
     times pinned after each so that listings do not depend on when they ran."""
-    work = tempfile.mkdtemp(prefix="tw-rec-", dir=workspace_root())
+    work = scratch.make_dir("tw-rec-", workspace_root())
     os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
     try:
         repo_dir = materialize(tree, Path(work) / "repo")
@@ -292,7 +291,7 @@ def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: Sandb
             normalize_times(repo_dir)
         return results
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        scratch.remove_tree(work)
 
 
 def record_one(
