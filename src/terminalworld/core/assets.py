@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable
 from functools import lru_cache
 
-from terminalworld.errors import InputError
+from terminalworld.errors import InputError, TerminalworldError
 
 QWEN3 = "qwen3"
 SMOLLM2 = "smollm2"
@@ -114,7 +114,13 @@ def load_tokenizer(path: str):
     """A fast HF tokenizer from a folder, a GGUF file or an asset name (cached per path)."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(hf_folder(path, "tokenizer"))
+    try:
+        tok = AutoTokenizer.from_pretrained(hf_folder(path, "tokenizer"))
+    except TerminalworldError:
+        raise
+    except Exception as e:  # transformers raises many kinds for a folder (or GGUF) that holds no tokenizer
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise InputError(f"tokenizer {path}: cannot be loaded ({type(e).__name__}: {reason})") from None
     if not tok.is_fast:
         raise InputError(f"{path}: a fast tokenizer is needed for character offsets")
     return tok
@@ -157,7 +163,13 @@ def load_hf_model(path: str, dtype: str):
     from transformers import AutoModelForCausalLM
 
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-    return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+    try:
+        return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+    except TerminalworldError:
+        raise
+    except (OSError, ValueError, KeyError) as e:  # what transformers raises for a folder that is no model
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise InputError(f"model {path}: cannot be loaded ({type(e).__name__}: {reason})") from None
 
 
 def tiny_qwen3(vocab_size: int, seed: int = 0):

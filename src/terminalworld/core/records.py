@@ -2,17 +2,28 @@
 
 Inputs are globs over `.jsonl`, `.jsonl.gz`, `.jsonl.zst`, `.json` and `.parquet` files. Every
 record carries where it came from (file, line) so that a malformed one is reported, not dropped.
-Outputs are replaced atomically: a reader never sees half a file.
+
+The reader contract: a record that cannot be parsed (bytes that are not UTF-8, text that is not
+JSON, JSON nested past the interpreter's recursion limit) is a `BadLine` with its file and line,
+counted by the caller; a container that cannot be decoded (a gzip or zstd stream that is corrupt,
+truncated or followed by trailing bytes, a parquet file without its footer, an unreadable file) is
+an `InputError` naming the file and the line and byte offset reached, because nothing after that
+point can be trusted or counted.
+
+Outputs are replaced atomically: a reader never sees half a file, and the temporary files of a
+killed write are swept by the next write of the same output (`atomic_output`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import gzip
 import io
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -78,6 +89,107 @@ def expand_all(patterns: list[str] | str) -> list[str]:
     return list(seen)
 
 
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def _real_pattern(pattern: str) -> list[str]:
+    """A local glob as absolute path segments, its literal leading folders resolved (symlinks,
+    `..`), so that it compares with resolved output paths."""
+    parts = os.path.abspath(pattern).split(os.sep)[1:]
+    first = next(i for i, p in enumerate(parts) if _is_glob(p))
+    base = os.path.realpath(os.sep + os.sep.join(parts[:first]))
+    return base.split(os.sep)[1:] + parts[first:] if base != os.sep else parts[first:]
+
+
+def _glob_reaches(pattern: list[str], parts: list[str], below: bool) -> bool:
+    """Whether the glob segments match the path `parts` (with `below`: some path under it)."""
+    if not pattern:
+        return not parts and not below
+    if pattern[0] == "**":
+        return (
+            _glob_reaches(pattern[1:], parts, below)
+            or (bool(parts) and _glob_reaches(pattern, parts[1:], below))
+            or (below and not parts)
+        )
+    if not parts:
+        return below
+    return fnmatch.fnmatchcase(parts[0], pattern[0]) and _glob_reaches(pattern[1:], parts[1:], below)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _check_writable(flag: str, path: str, folder: str) -> None:
+    """Raise `InputError` unless `folder` (or its nearest existing ancestor, where it will be
+    created) is a folder this process can create files in."""
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise InputError(f"{flag} {path}: {existing} is a file, not a folder")
+    try:
+        # An unnamed temporary file: the honest test, which also holds for root on a read-only
+        # mount, where os.access says yes.
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as e:
+        raise InputError(f"{flag} {path}: cannot write in {existing} ({e.strerror})") from None
+
+
+def check_outputs(outputs: list[tuple[str, str, str, tuple[str, ...]]], inputs: list[tuple[str, str]]) -> None:
+    """Refuse, before any work starts, outputs that cannot be written or that touch an input.
+
+    `outputs` are `(flag, path, "file" | "dir", companions)`, where companions are suffixes of the
+    files written beside a file output (`.manifest.json`, `.partial`); `inputs` are
+    `(flag, file, folder or glob)`. Paths are compared resolved (symlinks, `..`). Refused, each
+    with one `InputError` naming the flags: a file output that is a folder or a folder output that
+    is a file; a folder that cannot be written (the output's, or the nearest existing ancestor it
+    will be made in); an output (or companion) that is an input file; an output inside an input
+    folder, or a folder output holding an input file; and an output that an input glob matches
+    (a folder output: any path under it), since a rerun would read it back as input. Remote
+    (`gs://`) paths are left to the store."""
+    files: list[tuple[str, str, str]] = []  # (flag, as given, resolved)
+    folders: list[tuple[str, str, str]] = []
+    globs: list[tuple[str, str, list[str]]] = []
+    for flag, pattern in inputs:
+        if "://" in pattern:
+            continue
+        if _is_glob(pattern):
+            globs.append((flag, pattern, _real_pattern(pattern)))
+        if os.path.isdir(pattern):
+            folders.append((flag, pattern, os.path.realpath(pattern)))
+            continue
+        with contextlib.suppress(InputError):  # a pattern matching nothing is the command's to report
+            files += [(flag, f, os.path.realpath(f)) for f in expand(pattern)]
+    for flag, path, kind, companions in outputs:
+        if "://" in path:
+            continue
+        real = os.path.realpath(path)
+        if kind == "file" and os.path.isdir(real):
+            raise InputError(f"{flag} {path}: is a folder; a file is expected")
+        if kind == "dir" and os.path.exists(real) and not os.path.isdir(real):
+            raise InputError(f"{flag} {path}: is a file; a folder is expected")
+        _check_writable(flag, path, real if kind == "dir" else os.path.dirname(real))
+        targets = [real, *(real + c for c in companions)] if kind == "file" else [real]
+        for iflag, given, ireal in files:
+            if ireal in targets:
+                raise InputError(f"{flag} {path}: is the input {iflag} {given}; it would be overwritten")
+            if kind == "dir" and _inside(ireal, real):
+                raise InputError(f"{flag} {path}: holds the input {iflag} {given}; an output folder holds no input")
+        for iflag, given, ireal in folders:
+            if _inside(real, ireal) or _inside(ireal, real):
+                raise InputError(f"{flag} {path}: overlaps the input folder {iflag} {given}")
+        for iflag, given, pattern in globs:
+            parts = [t.split(os.sep)[1:] for t in targets]
+            if any(_glob_reaches(pattern, p, below=kind == "dir") for p in parts):
+                raise InputError(
+                    f"{flag} {path}: lies in the reach of the input glob {iflag} {given!r}, "
+                    "so a rerun would read it as input"
+                )
+
+
 @dataclass(frozen=True)
 class FilePart:
     """Part of one input file, for sharded jobs: the records whose 1-based line (element, row)
@@ -94,6 +206,40 @@ class FilePart:
     def holds(self, n: int) -> bool:
         """Whether the record at line `n` belongs to this part."""
         return self.first <= n and (self.stop is None or n < self.stop) and n % self.stripes == self.stripe
+
+
+def _decode_errors() -> tuple[type[BaseException], ...]:
+    """What a failing container raises while it is read: gzip and zstd streams (corrupt,
+    truncated, trailing bytes), parquet, and the file system."""
+    errors: list[type[BaseException]] = [OSError, EOFError, zlib.error]
+    with contextlib.suppress(ImportError):
+        from backports.zstd import ZstdError
+
+        errors.append(ZstdError)
+    with contextlib.suppress(ImportError):
+        from zstandard import ZstdError as ZstandardError
+
+        errors.append(ZstandardError)
+    with contextlib.suppress(ImportError):
+        from pyarrow import ArrowException
+
+        errors.append(ArrowException)
+    return tuple(errors)
+
+
+DECODE_ERRORS = _decode_errors()
+
+
+def undecodable(path: str, e: BaseException, where: str) -> InputError:
+    """The `InputError` for a container that failed to decode at `where` (the line and byte
+    offset reached)."""
+    if isinstance(e, OSError) and e.strerror:
+        reason = e.strerror
+    else:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    kind = {"gzip": "gzip", "zstd": "zstd"}.get(_compression(path) or "", "")
+    what = f"not a readable {kind} file" if kind else "cannot be read"
+    return InputError(f"{path}: {what} ({reason}), {where}")
 
 
 def _compression(path: str) -> str | None:
@@ -126,9 +272,18 @@ def iter_part(part: FilePart) -> Iterator[Record | BadLine]:
 
 
 def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, raw bytes) of every line of a (compressed) text file."""
-    with fsspec.open(path, "rb", compression=_compression(path)) as f:
-        yield from enumerate(f, start=1)
+    """(1-based line number, raw bytes) of every line of a (compressed) text file. Raises
+    `InputError` naming the file, the last complete line and its byte offset (in the decompressed
+    text) when the file cannot be read to its end."""
+    n = offset = 0
+    try:
+        with fsspec.open(path, "rb", compression=_compression(path)) as f:
+            for raw in f:
+                n += 1
+                yield n, raw
+                offset += len(raw)
+    except DECODE_ERRORS as e:
+        raise undecodable(path, e, f"after line {n} (byte {offset} of its text)") from None
 
 
 def is_record_line(raw: bytes) -> bool:
@@ -139,37 +294,50 @@ def is_record_line(raw: bytes) -> bool:
         return True
 
 
+def parse_json(text: str) -> tuple[Any, str | None, int]:
+    """(value, None, 1) for JSON text, or (None, why it is not JSON, the 1-based line of `text`
+    where it fails): a syntax error with its column, or nesting deeper than the interpreter's
+    recursion limit (which must be a counted bad record, not a crash)."""
+    try:
+        return json.loads(text), None, 1
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON: {e.msg} at column {e.colno}", e.lineno
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply to parse", 1
+
+
 def _iter_jsonl(part: FilePart) -> Iterator[Record | BadLine]:
     path = part.path
-    with fsspec.open(path, "rb", compression=_compression(path)) as f:
-        for n, raw in enumerate(f, start=1):
-            if part.stop is not None and n >= part.stop:
-                return
-            if not part.holds(n):
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield BadLine(path, n, f"undecodable bytes: {e.reason} at byte {e.start}")
-                continue
-            if not text.strip():
-                continue
-            try:
-                yield Record(path, n, json.loads(text), raw)
-            except json.JSONDecodeError as e:
-                yield BadLine(path, n, f"invalid JSON: {e.msg} at column {e.colno}")
+    for n, raw in iter_lines(path):
+        if part.stop is not None and n >= part.stop:
+            return
+        if not part.holds(n):
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield BadLine(path, n, f"undecodable bytes: {e.reason} at byte {e.start}")
+            continue
+        if not text.strip():
+            continue
+        value, problem, _ = parse_json(text)
+        yield BadLine(path, n, problem) if problem else Record(path, n, value, raw)
 
 
 def _iter_json(path: str) -> Iterator[Record | BadLine]:
-    with fsspec.open(path, "rb", compression=_compression(path)) as f:
-        raw = f.read()
     try:
-        value = json.loads(raw.decode("utf-8"))
+        with fsspec.open(path, "rb", compression=_compression(path)) as f:
+            raw = f.read()
+    except DECODE_ERRORS as e:
+        raise undecodable(path, e, "before its first record") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         yield BadLine(path, raw.count(b"\n", 0, e.start) + 1, f"undecodable bytes: {e.reason}")
         return
-    except json.JSONDecodeError as e:
-        yield BadLine(path, e.lineno, f"invalid JSON: {e.msg} at column {e.colno}")
+    value, problem, line = parse_json(text)
+    if problem:
+        yield BadLine(path, line, problem)
         return
     # A bare list of chat messages is one mini-swe-agent trajectory, not a list of records.
     if isinstance(value, list) and not (value and isinstance(value[0], dict) and "role" in value[0]):
@@ -182,24 +350,62 @@ def _iter_json(path: str) -> Iterator[Record | BadLine]:
 def _iter_parquet(path: str) -> Iterator[Record | BadLine]:
     import pyarrow.parquet as pq
 
-    with fsspec.open(path, "rb") as f:
-        n = 0
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
-            for row in batch.to_pylist():
-                n += 1
-                yield Record(path, n, row)
+    n = 0
+    try:
+        with fsspec.open(path, "rb") as f:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
+                rows = batch.to_pylist()
+                for row in rows:
+                    n += 1
+                    yield Record(path, n, row)
+    except DECODE_ERRORS as e:
+        raise undecodable(path, e, f"after row {n}") from None
 
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def _tmp_prefix(path: str) -> str:
+    return f".{os.path.basename(path)}.tw"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def sweep_stale_temporaries(path: str) -> list[str]:
+    """Remove the temporary files that killed writes of the local output `path` left beside it
+    (`.{name}.tw{pid}-*.tmp` whose writing process is gone), and return their paths. A live
+    writer's file is left alone, so two processes writing one output never remove each other's."""
+    folder, prefix = os.path.dirname(os.path.abspath(path)), _tmp_prefix(path)
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(folder):
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid = name[len(prefix) :].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name))
+                removed.append(os.path.join(folder, name))
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     """Open `path` for writing so that it appears only when complete.
 
-    Locally: a temporary file in the same folder, renamed over the target. On object stores an
-    upload is published only when the write closes, which is already atomic.
+    Locally: a temporary file `.{name}.tw{pid}-*.tmp` in the same folder, renamed over the target;
+    the temporaries that killed writes of the same output left are removed first
+    (`sweep_stale_temporaries`). On object stores an upload is published only when the write
+    closes, which is already atomic.
     """
     fs, fspath = url_to_fs(path)
     protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
@@ -209,7 +415,8 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
         return
     folder = os.path.dirname(os.path.abspath(fspath))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(fspath)}.", suffix=".tmp")
+    sweep_stale_temporaries(fspath)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{_tmp_prefix(fspath)}{os.getpid()}-", suffix=".tmp")
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -237,10 +444,12 @@ def atomic_jsonl(path: str) -> Iterator[Any]:
                 yield text
 
 
-def write_json(path: str, value: Any) -> None:
-    """Write `value` to `path` as indented JSON with sorted keys and a final newline, atomically."""
+def write_json(path: str, value: Any, *, allow_nan: bool = True) -> None:
+    """Write `value` to `path` as indented JSON with sorted keys and a final newline, atomically;
+    with `allow_nan=False` a NaN or infinity raises `ValueError` instead of being written as the
+    non-JSON `NaN`."""
     with atomic_output(path, "wb") as f:
-        f.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+        f.write((json.dumps(value, indent=2, sort_keys=True, allow_nan=allow_nan) + "\n").encode())
 
 
 def dumps_row(row: dict[str, Any]) -> str:
@@ -249,6 +458,18 @@ def dumps_row(row: dict[str, Any]) -> str:
 
 
 def read_json(path: str) -> Any:
-    """A JSON file, local or remote."""
-    with fsspec.open(path, "r") as f:
-        return json.load(f)
+    """A JSON file, local or remote; raises `InputError` naming the file when it cannot be read or
+    is not JSON."""
+    try:
+        with fsspec.open(path, "rb") as f:
+            raw = f.read()
+    except DECODE_ERRORS as e:
+        raise undecodable(path, e, "before its first byte") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a JSON file (undecodable bytes at byte {e.start})") from None
+    value, problem, line = parse_json(text)
+    if problem:
+        raise InputError(f"{path}:{line}: {problem}")
+    return value

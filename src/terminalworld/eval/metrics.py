@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from terminalworld.errors import ResultsError
+from terminalworld.errors import InputError, ResultsError
 
 BUCKETS = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, math.inf))
 
@@ -36,28 +36,61 @@ class Results:
 
 def read_results(path: str) -> Results:
     """Read a scores file of `terminalworld score` (local or remote), named by the summary's
-    `model_name`, else the path. Raises `ResultsError` on a line that is not JSON, or when there is
-    no summary row (an unfinished run)."""
-    import fsspec
+    `model_name`, else the path. Raises `ResultsError` naming the file (and line) when it cannot be
+    read, on a line that is not JSON or holds NaN or infinity, on a scored row whose `ppl`,
+    `sum_nll` or `n_target_tokens` is not a finite number, or when there is no summary row (an
+    unfinished run)."""
+    from terminalworld.core.records import iter_lines
 
     rows, skipped, summary = {}, {}, None
-    with fsspec.open(path, "r", encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
+    try:
+        for n, raw in iter_lines(path):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ResultsError(f"{path}:{n}: not a scores file (undecodable bytes at byte {e.start})") from None
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, parse_constant=_refuse_constant)
             except json.JSONDecodeError as e:
                 raise ResultsError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+            except (ValueError, RecursionError) as e:
+                raise ResultsError(f"{path}:{n}: {e}") from None
             if not isinstance(row, dict) or (not row.get("_summary") and "instance_id" not in row):
                 raise ResultsError(f"{path}:{n}: not a scorer row (no instance_id)")
             if row.get("_summary"):
                 summary = row
+            elif "skipped" in row:
+                skipped[row["instance_id"]] = row
             else:
-                (skipped if "skipped" in row else rows)[row["instance_id"]] = row
+                problem = _score_problem(row)
+                if problem:
+                    raise ResultsError(f"{path}:{n}: {problem}")
+                rows[row["instance_id"]] = row
+    except InputError as e:
+        raise ResultsError(str(e)) from None
     if summary is None:
         raise ResultsError(f"{path}: no summary row; the scoring run did not finish (rerun it to resume)")
     return Results(summary.get("model_name") or path, path, rows, summary, skipped)
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a score can have")
+
+
+def _score_problem(row: dict[str, Any]) -> str | None:
+    """Why a scored row cannot enter the table (a missing, non-numeric or non-finite `ppl`,
+    `sum_nll` or `n_target_tokens`), or None."""
+    for k in ("ppl", "sum_nll", "n_target_tokens"):
+        v = row.get(k)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return f"{k} is {v!r}, not a number"
+        if not math.isfinite(v):
+            return f"{k} is {v}, not a finite number"
+    if row["n_target_tokens"] <= 0 or row["ppl"] <= 0:
+        return "a scored row has at least one target token and a positive ppl"
+    return None
 
 
 def token_weighted_ppl(sum_nll: np.ndarray, n: np.ndarray) -> float:

@@ -152,11 +152,18 @@ def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndar
 
 def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
     """Token count, summed NLL (nats), mean NLL and PPL (exp of the mean) of one span's
-    log-probabilities; mean and PPL are NaN for an empty span."""
+    log-probabilities; mean and PPL are None (JSON null, never a bare NaN) for an empty span."""
     n = len(logprobs)
     s = float(-logprobs.sum())
-    mean = s / n if n else float("nan")
-    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else float("nan")}
+    mean = s / n if n else None
+    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else None}
+
+
+def empty_target(row: dict[str, Any]) -> bool:
+    """Whether the target observation holds no terminal text (nothing, or only white space, after
+    `Observation: `): its score would be the end-of-turn token's alone, a number about the
+    template, not the terminal, so such a row is skipped with its reason."""
+    return not row["target_env"].removeprefix(OBSERVATION_PREFIX).strip()
 
 
 @dataclass(frozen=True)
@@ -164,8 +171,14 @@ class ScoreConfig:
     """One scoring run: a model, the held-out rows, the framing, and where the scores go."""
 
     model_path: str = option(help="HF folder, gs:// folder, cached HF id, GGUF file, or smollm2")
-    heldout: str = option(help="held-out rows (JSON Lines)")
-    out: str = option(flag="--out", aliases=["--out-path"], help="scores file; rerunning resumes it")
+    heldout: str = option(path="input", help="held-out rows (JSON Lines)")
+    out: str = option(
+        flag="--out",
+        aliases=["--out-path"],
+        path="output-file",
+        companions=[".partial"],
+        help="scores file; rerunning resumes it",
+    )
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
@@ -188,6 +201,8 @@ def done_rows(path: str) -> dict[str, dict[str, Any]]:
                         row = json.loads(line)
                     except json.JSONDecodeError:
                         continue  # a line cut by an interrupted write is scored again
+                    if not isinstance(row, dict) or not (row.get("_summary") or "instance_id" in row):
+                        raise InputError(f"{p}: not a scores file (line without instance_id); refusing to resume it")
                     if not row.get("_summary"):
                         done[row["instance_id"]] = row
     return done
@@ -207,6 +222,9 @@ def score_rows(
         traj = heldout_trajectory(row)
         r = renderer.render(traj)
         base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
+        if empty_target(row):
+            yield {**base, "skipped": "empty target observation: only its end-of-turn token would be scored"}
+            continue
         if scorer.max_len is not None and len(r.input_ids) > scorer.max_len:
             yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
             continue
