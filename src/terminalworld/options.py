@@ -16,7 +16,7 @@ naming the flag, with exit status 2, before any work starts:
 - `path` says which fields are inputs (`"input"`, globs; `"named-input"`, NAME=PATH) and which are
   outputs (`"output-file"`, `"output-dir"`, with `companions` written beside a file), so that
   `check_paths` can refuse an output that would overwrite, or later be read as, an input
-  (`core.records.check_outputs`).
+  (`core.paths.check_outputs`).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def readable_file(text: str) -> str:
 
 def chat_template_file(text: str) -> str:
     """A check: `text` is a readable UTF-8 file holding a Jinja template that compiles."""
-    from terminalworld.core.render import read_chat_template
+    from terminalworld.core.assets import read_chat_template
 
     read_chat_template(readable_file(text))
     return text
@@ -191,6 +191,7 @@ class OneLineParser(argparse.ArgumentParser):
     expected failure of the command is; `--help` still prints the usage."""
 
     def error(self, message: str) -> typing.NoReturn:
+        """Print `message` as one line and exit with status 2."""
         self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
 
 
@@ -271,8 +272,10 @@ def declared_paths(cfg: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str
         role, value = f.metadata.get("path"), getattr(cfg, f.name)
         if role is None or value is None:
             continue
-        values = [value] if isinstance(value, str) else list(value)
-        values = [v for item in values for v in item.split(",") if v]
+        if isinstance(value, str):
+            values = [value]
+        else:  # a repeatable flag's values may be comma-separated, as `from_args` splits them
+            values = list(value) if f.metadata.get("positional") else _split_commas(list(value)) or []
         name = f.name if f.metadata.get("positional") else flag_of(f)
         if role in ("input", "named-input"):
             inputs += [(name, v.partition("=")[2] if role == "named-input" else v) for v in values]
@@ -284,8 +287,8 @@ def declared_paths(cfg: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str
 
 def check_paths(cfg: Any) -> None:
     """Refuse, before any work, outputs that cannot be written or would overwrite (or be read back
-    as) an input of the config (`core.records.check_outputs`)."""
-    from terminalworld.core.records import check_outputs
+    as) an input of the config (`core.paths.check_outputs`)."""
+    from terminalworld.core.paths import check_outputs
 
     inputs, outputs = declared_paths(cfg)
     if outputs:

@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.records import (
     BadLine,
     Record,
     atomic_output,
-    check_outputs,
     iter_records,
     read_json,
     sweep_stale_temporaries,

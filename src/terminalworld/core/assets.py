@@ -19,6 +19,7 @@ import os
 import shutil
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 
 from terminalworld.errors import InputError, TerminalworldError
 
@@ -124,6 +125,25 @@ def load_tokenizer(path: str):
     if not tok.is_fast:
         raise InputError(f"{path}: a fast tokenizer is needed for character offsets")
     return tok
+
+
+def read_chat_template(path: str) -> str:
+    """The Jinja chat template in file `path`; raises `InputError` naming the file when it cannot be
+    read, is not UTF-8 text or does not compile."""
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as e:
+        raise InputError(f"chat template {path}: cannot be read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"chat template {path}: not UTF-8 text (byte {e.start})") from None
+    try:
+        ImmutableSandboxedEnvironment().parse(text)
+    except TemplateSyntaxError as e:
+        raise InputError(f"chat template {path}:{e.lineno}: not a Jinja template ({e.message})") from None
+    return text
 
 
 def local_model_path(path: str) -> str:

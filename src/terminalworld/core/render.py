@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -279,25 +278,6 @@ class Renderer:
         return self.render_messages(view_messages(traj, self.view, self.sim_prompt), traj.instance_id)
 
 
-def read_chat_template(path: str) -> str:
-    """The Jinja chat template in file `path`; raises `InputError` naming the file when it cannot be
-    read, is not UTF-8 text or does not compile."""
-    from jinja2 import TemplateSyntaxError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except OSError as e:
-        raise InputError(f"chat template {path}: cannot be read ({e.strerror})") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"chat template {path}: not UTF-8 text (byte {e.start})") from None
-    try:
-        ImmutableSandboxedEnvironment().parse(text)
-    except TemplateSyntaxError as e:
-        raise InputError(f"chat template {path}:{e.lineno}: not a Jinja template ({e.message})") from None
-    return text
-
-
 def build_renderer(
     *,
     tokenizer: str,
@@ -310,7 +290,7 @@ def build_renderer(
 ) -> Renderer:
     """A renderer from paths: `tokenizer` (folder, GGUF file or asset name) with its own chat
     template, or the Jinja file `chat_template`, or the template of the model at `template_from`."""
-    from terminalworld.core.assets import load_tokenizer, local_model_path
+    from terminalworld.core.assets import load_tokenizer, local_model_path, read_chat_template
 
     if chat_template and template_from:
         raise InputError("give a chat template file or a model to take the template from, not both")

@@ -2,9 +2,10 @@
 
 Both rules are mergeable, so each shard keeps only what could win and the driver merges:
 
-- Subsets: each shard keeps its k smallest (key, file, line) triples (a bounded heap of keys, no
-  row text) and writes them sorted to scratch; the driver merges the sorted runs and takes the
-  first k, then a second pass has each shard copy its selected lines (raw bytes, no parsing) with
+- Subsets: each shard keeps its k best-ranked distinct records as (key, file, line, content
+  digest, id hash) (a bounded heap of keys, no row text) and writes them sorted to scratch; the
+  driver merges the sorted runs and takes the first k with distinct digests (the duplicate rule of
+  `sampling.make_subsets`, whose counts the shards' skipped copies and the merge's add up to), then a second pass has each shard copy its selected lines (raw bytes, no parsing) with
   their ranks, and the driver interleaves the runs by rank into every subset file at once.
 - Held-out: the training subsets' repos and instance ids are collected by one pass; each corpus
   shard then keeps, per eligible repo, its smallest candidate, plus the held-out rows of only its

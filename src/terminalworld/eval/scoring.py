@@ -15,6 +15,9 @@ span, not the whole sequence times the vocabulary. `all_depths` scores every obs
 On CPU rows go one per forward (the matmuls are already large); on GPU and with vLLM they are
 batched, longest first.
 
+A row whose target observation holds no terminal text is skipped with its reason (`empty_target`),
+as is a row longer than the model's context.
+
 Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
 the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
 `{"_summary": true, ...}` row.
@@ -190,21 +193,34 @@ class ScoreConfig:
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
 
-def done_rows(path: str) -> dict[str, dict[str, Any]]:
-    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
+def done_rows(path: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows.
+    Raises `InputError` when the file is not such a file (a line that is not a row, or rows of
+    instances not among `ids`): it belongs to something else, so it is neither resumed nor
+    overwritten."""
     done: dict[str, dict[str, Any]] = {}
     for p in (path, path + ".partial"):
-        if os.path.exists(p):
-            with open(p, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut by an interrupted write is scored again
-                    if not isinstance(row, dict) or not (row.get("_summary") or "instance_id" in row):
-                        raise InputError(f"{p}: not a scores file (line without instance_id); refusing to resume it")
-                    if not row.get("_summary"):
-                        done[row["instance_id"]] = row
+        if not os.path.exists(p):
+            continue
+        with open(p, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        for n, raw in enumerate(lines, start=1):
+            try:
+                row = json.loads(raw)
+            except ValueError:  # not JSON, or not UTF-8
+                if p != path and n == len(lines) and not raw.endswith(b"\n"):
+                    continue  # the line an interrupted append cut: scored again
+                row = None
+            if not isinstance(row, dict) or not (row.get("_summary") or "instance_id" in row):
+                raise InputError(f"{p}:{n}: not a row of this command's output, so it is not overwritten")
+            if not row.get("_summary"):
+                done[row["instance_id"]] = row
+    stray = sorted(set(done) - set(ids))
+    if stray:
+        raise InputError(
+            f"{path}: holds rows of {len(stray)} instances that are not among the inputs (first: {stray[0]}); "
+            "it is another run's output, so it is neither resumed nor overwritten"
+        )
     return done
 
 
@@ -298,6 +314,7 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     rows = read_heldout(cfg.heldout)
     if len({r["instance_id"] for r in rows}) != len(rows):
         raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
+    done_rows(cfg.out, [r["instance_id"] for r in rows])  # another run's --out is refused before the model loads
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
@@ -320,6 +337,13 @@ def model_label(model_name: str | None, model_path: str) -> str:
     return model_name or os.path.basename(model_path.rstrip("/"))
 
 
+def _cut_tail(path: str) -> bytes:
+    """The bytes after the last newline of a file (what a killed append left of its line)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return data[data.rfind(b"\n") + 1 :]
+
+
 def resumable_rows(
     out: str,
     ids: list[str],
@@ -329,8 +353,10 @@ def resumable_rows(
     """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
     appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
     and the `summary` of them last. Returns the summary."""
-    done = done_rows(out)
+    done = done_rows(out, ids)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".partial", "ab") as partial:  # a line a killed append cut is dropped first
+        partial.truncate(partial.tell() - len(_cut_tail(out + ".partial")))
     with open(out + ".partial", "a", encoding="utf-8") as partial:
         for row in produce(done):
             partial.write(dumps_row(row))
