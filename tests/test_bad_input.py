@@ -349,8 +349,8 @@ def test_broken_results_files_are_one_line_and_never_written_as_non_json(data, c
         (root / "binary.jsonl", ["binary.jsonl:1", "undecodable"]),
         (root / "nan.jsonl", ["nan.jsonl:1", "NaN"]),
         (root / "inf.jsonl", ["inf.jsonl:1", "Infinity"]),
-        (root / "string.jsonl", ["string.jsonl:1", "ppl is '12.5'"]),
-        (root / "null.jsonl", ["null.jsonl:1", "ppl is None"]),
+        (root / "string.jsonl", ["string.jsonl: row a", "ppl is '12.5'"]),
+        (root / "null.jsonl", ["null.jsonl: row a", "ppl is None"]),
         (root / "unfinished.jsonl", ["unfinished.jsonl", "no summary row"]),
     ]
     for path, names in cases:

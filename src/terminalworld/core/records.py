@@ -17,6 +17,7 @@ killed write are swept by the next write of the same output (`atomic_output`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import io
 import json
@@ -106,9 +107,11 @@ class FilePart:
         return self.first <= n and (self.stop is None or n < self.stop) and n % self.stripes == self.stripe
 
 
-def _decode_errors() -> tuple[type[BaseException], ...]:
+@functools.cache
+def decode_errors() -> tuple[type[BaseException], ...]:
     """What a failing container raises while it is read: gzip and zstd streams (corrupt,
-    truncated, trailing bytes), parquet, and the file system."""
+    truncated, trailing bytes), parquet, and the file system. Looked up on the first failure, so
+    that reading JSON Lines never imports pyarrow."""
     errors: list[type[BaseException]] = [OSError, EOFError, zlib.error]
     with contextlib.suppress(ImportError):
         from backports.zstd import ZstdError
@@ -123,9 +126,6 @@ def _decode_errors() -> tuple[type[BaseException], ...]:
 
         errors.append(ArrowException)
     return tuple(errors)
-
-
-DECODE_ERRORS = _decode_errors()
 
 
 def undecodable(path: str, e: BaseException, where: str) -> InputError:
@@ -180,7 +180,7 @@ def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
                 n += 1
                 yield n, raw
                 offset += len(raw)
-    except DECODE_ERRORS as e:
+    except decode_errors() as e:
         raise undecodable(path, e, f"after line {n} (byte {offset} of its text)") from None
 
 
@@ -226,7 +226,7 @@ def _iter_json(path: str) -> Iterator[Record | BadLine]:
     try:
         with fsspec.open(path, "rb", compression=_compression(path)) as f:
             raw = f.read()
-    except DECODE_ERRORS as e:
+    except decode_errors() as e:
         raise undecodable(path, e, "before its first record") from None
     try:
         text = raw.decode("utf-8")
@@ -256,7 +256,7 @@ def _iter_parquet(path: str) -> Iterator[Record | BadLine]:
                 for row in rows:
                     n += 1
                     yield Record(path, n, row)
-    except DECODE_ERRORS as e:
+    except decode_errors() as e:
         raise undecodable(path, e, f"after row {n}") from None
 
 
@@ -384,7 +384,7 @@ def read_json(path: str) -> Any:
     try:
         with fsspec.open(path, "rb") as f:
             raw = f.read()
-    except DECODE_ERRORS as e:
+    except decode_errors() as e:
         raise undecodable(path, e, "before its first byte") from None
     try:
         text = raw.decode("utf-8")

@@ -37,9 +37,8 @@ class Results:
 def read_results(path: str) -> Results:
     """Read a scores file of `terminalworld score` (local or remote), named by the summary's
     `model_name`, else the path. Raises `ResultsError` naming the file (and line) when it cannot be
-    read, on a line that is not JSON or holds NaN or infinity, on a scored row whose `ppl`,
-    `sum_nll` or `n_target_tokens` is not a finite number, or when there is no summary row (an
-    unfinished run)."""
+    read, on a line that is not JSON or holds NaN or infinity (never valid JSON), or when there is
+    no summary row (an unfinished run)."""
     from terminalworld.core.records import iter_lines
 
     rows, skipped, summary = {}, {}, None
@@ -61,13 +60,8 @@ def read_results(path: str) -> Results:
                 raise ResultsError(f"{path}:{n}: not a scorer row (no instance_id)")
             if row.get("_summary"):
                 summary = row
-            elif "skipped" in row:
-                skipped[row["instance_id"]] = row
             else:
-                problem = _score_problem(row)
-                if problem:
-                    raise ResultsError(f"{path}:{n}: {problem}")
-                rows[row["instance_id"]] = row
+                (skipped if "skipped" in row else rows)[row["instance_id"]] = row
     except InputError as e:
         raise ResultsError(str(e)) from None
     if summary is None:
@@ -178,7 +172,8 @@ def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, referen
 def compare(results: list[Results], base: str, reference: str | None = None) -> dict[str, Any]:
     """The probe table `{base, reference, n_common, checkpoints}`: one `checkpoint_metrics` row per
     result, in input order, over the trajectories every result scored (sorted ids). Raises
-    `ResultsError` on duplicate model names, an unknown base or reference, or no common trajectory."""
+    `ResultsError` on duplicate model names, an unknown base or reference, no common trajectory, or
+    a common row whose `ppl`, `sum_nll` or `n_target_tokens` is not a finite positive number."""
     by_name = {r.name: r for r in results}
     if len(by_name) != len(results):
         raise ResultsError("two result files carry the same model name; pass distinct --model-name when scoring")
@@ -189,6 +184,10 @@ def compare(results: list[Results], base: str, reference: str | None = None) -> 
     common = sorted(set.intersection(*(set(r.rows) for r in results)))
     if not common:
         raise ResultsError("no trajectory was scored by every checkpoint")
+    for r in results:
+        for i in common:
+            if problem := _score_problem(r.rows[i]):
+                raise ResultsError(f"{r.path}: row {i}: {problem}")
     b, ref = by_name[base], by_name.get(reference) if reference else None
     return {
         "base": base,
