@@ -48,9 +48,10 @@ ARMS = ("assistant", "full", "user")
 # - quiet: the project's committed benchmarks on an otherwise idle machine: generation 6.0 tokens/s
 #   end to end at 2.2K-token prompts (benchmarks/results/sim.json: about 2 ms per prompt token and
 #   12 tokens/s after it), scoring 5 ms per row token, Levanter SFT 60-80 tokens/s (DESIGN.md).
-# - shared: benchmarks/pilot_throughput.py on 2026-12-04 while other jobs ran (1-minute load 8-19 on
-#   2 cores): scoring 17.6 s per 2,048-token row, 32.6 s per 4,096, 57.5 s per 8,192; SFT at 4,096
-#   tokens per sequence 30 tokens/s; generation 1.5 tokens/s after a 512-token prefill of 14.7 s
+# - shared: benchmarks/pilot_throughput.py on 2026-12-04 while other jobs ran (1-minute load 8-22 on
+#   2 cores): scoring 17.6 s per 2,048-token row, 32.6 s per 4,096, 57.5 s per 8,192; Levanter SFT
+#   8.6 tokens/s on 2,048-token sequences at load 22 (a 3-step run at 4,096 did not finish in 15
+#   minutes at load 15-21); generation 1.5 tokens/s after a 512-token prefill of 14.7 s
 #   (one thread; two threads on an oversubscribed machine gave 0.2 tokens/s).
 # The plan shows both; the pilot's wall time lies between them, by how busy the machine is.
 CPU_QUIET = Throughput(
@@ -66,14 +67,14 @@ CPU_QUIET = Throughput(
 )
 CPU_SHARED = Throughput(
     name="2 cores shared",
-    sft_tokens_per_s=30.0,
+    sft_tokens_per_s=8.6,
     score_s_per_token=0.0086,
     prefill_s_per_token=0.0086,
     generate_tokens_per_s=1.5,
     startup_s=120.0,
     trial_overhead_s=8.0,
     sandbox_command_s=0.3,
-    source="benchmarks/pilot_throughput.py at load 8-19 on 2 cores (a shared machine), 2026-12-04",
+    source="benchmarks/pilot_throughput.py at load 8-22 on 2 cores (a shared machine), 2026-12-04",
 )
 # Not measured (no GPU was available when these were taken): a 135M model on one H200 is bound by
 # per-call overheads, not FLOPs; conservative figures for Levanter on JAX and HF torch.
