@@ -113,7 +113,7 @@ class Pilot:
     scale_names: tuple[str, ...] = ("x1", "x3", "x9")
     scale_steps: tuple[int, ...] = (3, 9, 27)
     sft_size: int = 60
-    seq_len: int = 4096
+    seq_len: int = 4096  # a multiple of Levanter's 1,024-token attention block
     batch_size: int = 1
     learning_rate: float = 1e-4
     warmup_steps: int = 2
