@@ -85,7 +85,9 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     }
     assert [r["name"] for r in doc["process"]] == ["base", "assistant-x1", "assistant-x3", "full-x1", "full-x3"]
     assert all(set(r["pass_at_k"]) == {"1", "2"} and r["valid_action"] is not None for r in doc["process"])
-    assert doc["depth_curve"]["base"][0]["depth"] == 0 and len(doc["departures"]) >= 5
+    # Every observation of each row at its depth (1-based): 3 context turns and the target.
+    assert [(p["depth"], p["rows"]) for p in doc["depth_curve"]["base"]] == [(d, 4) for d in (1, 2, 3, 4)]
+    assert len(doc["departures"]) >= 5
     # Every checkpoint went from the HF weights through Levanter and back: a tied-embedding Llama with
     # the chat template, the larger scale continuing the smaller one's run to its own step count.
     for name in ("assistant-x1", "full-x3", "user-x3"):

@@ -1,6 +1,7 @@
 """Env-token PPL by context depth: every observation of a held-out row scored in the same forward
 (`terminalworld score --all-depths`), so a row of 14 context turns gives one point at each depth
-0..14 (depth k: the observation after k earlier command/observation pairs)."""
+1..15 (depth k: the k-th observation, after k - 1 earlier command/observation pairs; 15 is the
+probe's target)."""
 
 from __future__ import annotations
 

@@ -233,7 +233,12 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     page.markdown(text.replace("## ", "### ", 1) if text.startswith("## ") else text)
     if curve := doc.get("depth_curve"):
         depths = sorted({p["depth"] for points in curve.values() for p in points})
-        page.add("### Env PPL by context depth", "", "Median PPL of the observation after k earlier turns (rows).", "")
+        page.add(
+            "### Env PPL by context depth",
+            "",
+            "Median PPL of the k-th observation of a row (rows scored at that depth).",
+            "",
+        )
         rows = []
         for name, points in curve.items():
             at = {p["depth"]: p for p in points}
