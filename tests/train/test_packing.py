@@ -48,8 +48,11 @@ def test_packing_is_greedy_in_order_and_exact_length(rows):
     stats = PackStats()
     packed = list(pack_rows(rows, SEQ_LEN, 151643, stats))
     assert all(len(p["input_ids"]) == len(p["loss_weights"]) == SEQ_LEN for p in packed)
-    assert [i for p in packed for i in p["instance_ids"]] == [r["instance_id"] for r in rows]
-    assert stats.documents == len(rows) and stats.tokens == sum(len(r["input_ids"]) for r in rows)
+    # Rows cut by max_len before their first assistant turn train nothing and are left out.
+    trained = [r for r in rows if any(r["loss_weights"][1:])]
+    assert 0 < len(trained) < len(rows) and stats.untrained == len(rows) - len(trained)
+    assert [i for p in packed for i in p["instance_ids"]] == [r["instance_id"] for r in trained]
+    assert stats.documents == len(trained) and stats.tokens == sum(len(r["input_ids"]) for r in trained)
     assert stats.sequences * SEQ_LEN == stats.tokens + stats.documents + stats.padding
     # Trained-token count is preserved, minus each document's first token (never predicted).
     assert sum(sum(p["loss_weights"]) for p in packed) == sum(sum(r["loss_weights"][1:]) for r in rows)

@@ -35,8 +35,19 @@ def test_greedy_packing_by_hand():
 def test_packing_without_stats_or_rows():
     """Stats are optional; no rows give no sequence; a row without an instance id is named ""."""
     assert list(pack_rows([], 4, SEP)) == []
-    (only,) = pack_rows([{"input_ids": [1], "loss_weights": [1]}], 4, SEP)
-    assert only == {"input_ids": [1, SEP, SEP, SEP], "loss_weights": [0, 0, 0, 0], "instance_ids": [""]}
+    (only,) = pack_rows([{"input_ids": [1, 2], "loss_weights": [0, 1]}], 4, SEP)
+    assert only == {"input_ids": [1, 2, SEP, SEP], "loss_weights": [1, 0, 0, 0], "instance_ids": [""]}
+
+
+def test_documents_with_no_trained_prediction_are_left_out_and_counted():
+    """No position predicts a document's first token, so a document trained only there (or nowhere)
+    has nothing to train; alone in a sequence it would make Levanter's loss 0/0."""
+    rows = [doc("a", [1, 2], [1, 0]), doc("b", [3, 4], [0, 1]), doc("c", [5], [1]), doc("d", [6, 7], [0, 0])]
+    stats = PackStats()
+    (row,) = pack_rows(rows, 8, SEP, stats)
+    assert row["instance_ids"] == ["b"] and row["loss_weights"] == [1, 0, 0, 0, 0, 0, 0, 0]
+    assert stats == PackStats(documents=1, sequences=1, tokens=2, padding=5, untrained=3)
+    assert list(pack_rows([doc("d", [6, 7], [0, 0])], 8, SEP)) == []
 
 
 def test_longest_document_is_seq_len_minus_one():

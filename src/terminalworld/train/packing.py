@@ -32,12 +32,13 @@ QWEN3_DOCUMENT_SEPARATOR = "<|endoftext|>"
 @dataclass
 class PackStats:
     """Running totals of one packing pass: documents packed, sequences emitted, document tokens
-    (separators excluded), and padding tokens."""
+    (separators excluded), padding tokens, and documents left out for having no trained token."""
 
     documents: int = 0
     sequences: int = 0
     tokens: int = 0
     padding: int = 0
+    untrained: int = 0
 
 
 def pack_problem(row: dict[str, Any], seq_len: int, separator_id: int) -> str | None:
@@ -72,7 +73,8 @@ def pack_rows(
 
     Each document is followed by one separator token, so a document may hold at most seq_len-1
     tokens (render with `--max-len` below that). Raises `PackingError` for a longer document or one
-    that contains the separator."""
+    that contains the separator. A document with no trained prediction is left out (and counted):
+    a sequence made only of such documents would give Levanter's loss 0/0, a NaN step."""
     stats = stats if stats is not None else PackStats()
     ids: list[np.ndarray] = []
     weights: list[np.ndarray] = []
@@ -95,11 +97,15 @@ def pack_rows(
         problem = pack_problem(row, seq_len, separator_id)
         if problem:
             raise PackingError(f"{row.get('instance_id')}: {problem}")
+        shifted = shifted_weights(w)
+        if not shifted.any():
+            stats.untrained += 1
+            continue
         if used + len(doc) + 1 > seq_len:
             yield flush()
             ids, weights, names, used = [], [], [], 0
         ids += [doc, np.array([separator_id], dtype=np.int32)]
-        weights += [shifted_weights(w), np.zeros(1, dtype=np.float32)]
+        weights += [shifted, np.zeros(1, dtype=np.float32)]
         names.append(row.get("instance_id", ""))
         used += len(doc) + 1
         stats.documents += 1
