@@ -150,7 +150,6 @@ def closed_loop_episode(
     mode a command the router sends to the shadow gets the shadow's output, not a generated one."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
     out = LoopEpisode(task=task_dir.name, outcome="running")
-    count = lambda text: len(simulator.renderer.tokenizer(text, add_special_tokens=False)["input_ids"])  # noqa: E731
     with repo_copy(task_dir, prefix="tw-shadow-") as repo, contextlib.ExitStack() as stack:
         shadow = Sandbox(str(repo), sandbox)
         grounded_view = Shadow(repo, sandbox, pin_times=False) if grounder else None
@@ -182,7 +181,9 @@ def closed_loop_episode(
                 "loop", None, TASK_SYSTEM_PROMPT, episode.task, (*turns, Turn(reply, OBSERVATION_PREFIX)), "loop"
             )
             start = time.monotonic()
-            if g and g.route == "exact":
+            if g is None:
+                [sim] = simulator.simulate([(traj, len(turns))])
+            elif g.route == "exact":
                 sim = Simulated(text=real, tokens=0, capped=False, prompt_tokens=0)
             else:
                 [sim] = simulator.simulate([(traj, len(turns))], [blocks])
@@ -190,7 +191,7 @@ def closed_loop_episode(
             turn = LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s)
             if grounder:
                 turn.route, turn.grounding_tokens = g.route, g.block_tokens
-                turn.observation_tokens = count(sim.text)
+                turn.observation_tokens = grounder.count(sim.text)
             out.turns.append(turn)
             episode.observe(sim.text)
             turns.append(Turn(reply, OBSERVATION_PREFIX + sim.text))
