@@ -251,3 +251,23 @@ def test_the_grounding_source_is_named_when_missing(tok):
     ):
         pass
     assert NOBODY == -1
+
+
+def test_the_snapshot_step_builds_the_store_from_an_instances_file(tmp_path):
+    from terminalworld.sim.steps import snapshot_store, snapshot_store_fn
+
+    origin = tmp_path / "remote" / "o" / "p"
+    origin.mkdir(parents=True)
+    git(origin, "init", "-q", "-b", "main")
+    base = _commit(origin, {"a.txt": "one\n"}, "first")
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(json.dumps({"instance_id": "o__p-1", "repo": "o/p", "base_commit": base}) + "\n")
+    snapshot_store_fn(
+        out=str(tmp_path / "store"), instances=str(instances), clone_url=str(tmp_path / "remote") + "/{repo}"
+    )
+    assert SnapshotSource(str(tmp_path / "store")).has({"instance_id": "o__p-1"})
+    planned = snapshot_store(instances=str(instances), version="2026.12.04")
+    assert planned.name == "terminalworld/snapshots/swe-zero"
+    instances.write_text("{not json\n")
+    with pytest.raises(InputError, match=r"instances\.jsonl:1"):
+        snapshot_store_fn(out=str(tmp_path / "s2"), instances=str(instances), clone_url="")

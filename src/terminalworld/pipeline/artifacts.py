@@ -17,6 +17,7 @@ SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.json
 REPORT = "terminalworld/reports/world-model-probe"
 ECHO_REPORT = "terminalworld/reports/echo-miniature"
 EVAL_SETS = "terminalworld/hf-eval-sets"  # the held-out set and every checkpoint's scores as HF datasets
+SNAPSHOTS = "terminalworld/snapshots/swe-zero"  # pinned repositories per SWE-ZERO instance (grounding)
 PROBES = "terminalworld/probes"  # tier-2 probe set: real session prefixes, true outputs from the sandbox  # ECHO's three arms side by side
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
