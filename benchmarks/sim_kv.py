@@ -17,6 +17,10 @@ Reported: seconds per turn at turns 1, 8 and 16 both ways, the tokens each prefi
 ratio. Both generate the same tokens (greedy, checked).
 
     uv run python benchmarks/sim_kv.py --smoke     # 4 turns, 4 tokens: checks the harness only
+
+The committed result ran with `--max-new-tokens 4` and `OMP_NUM_THREADS=1` on a shared 2-core
+machine (with the default two threads per process, a loaded machine slows every step by orders of
+magnitude), so the seconds are noisy; the prefilled tokens are exact.
 """
 
 from __future__ import annotations
