@@ -377,7 +377,7 @@ def test_vllm_backend_without_the_extra_is_a_clear_error(heldout, tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.paths import REPO_ROOT
 
     path, _ = heldout
     r = subprocess.run(
@@ -535,3 +535,25 @@ def test_grounding_none_reproduces_the_scores_from_before_grounding(tmp_path):
             assert row["grounding"] == "none" and row["full_len"] == want["full_len"]
             assert sum(d["n_target_tokens"] for d in row["depths"]) == want["n"]
             assert sum(d["sum_nll"] for d in row["depths"]) == pytest.approx(want["sum_nll"], rel=1e-9)
+
+
+def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, tmp_path, monkeypatch):
+    """A target with no terminal text would be scored on its end-of-turn token alone (a PPL of tens
+    of thousands that topped the "worst" column); it is skipped, with its reason, and never scored."""
+    import terminalworld.eval.scoring as scoring
+
+    path, rows = heldout
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    empty = [dict(rows[0], instance_id="empty", target_env="Observation: "), dict(rows[0], instance_id="blank")]
+    empty[1]["target_env"] = "Observation: \n  \n"
+    with_empty = tmp_path / "h.jsonl"
+    with_empty.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *empty]))
+    summary = score(ScoreConfig(model_path="smollm2", heldout=str(with_empty), out=str(tmp_path / "s.jsonl")))
+    lines = scored_rows(tmp_path / "s.jsonl")
+    assert [x["instance_id"] for x in lines if "skipped" in x] == ["empty", "blank"]
+    assert all(x["skipped"].startswith("empty target observation") for x in lines[-2:])
+    assert summary["n_scored"] == len(rows) and summary["worst"]["instance_id"] not in ("empty", "blank")
+    alone = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(tmp_path / "alone.jsonl")))
+    assert {k: summary[k] for k in ("ppl", "median_ppl", "worst")} == {
+        k: alone[k] for k in ("ppl", "median_ppl", "worst")
+    }

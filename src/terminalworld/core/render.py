@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -38,7 +37,7 @@ import numpy as np
 from terminalworld.core.trajectories import Trajectory, harness_spans
 from terminalworld.core.views import SIM_SYSTEM_PROMPT, UNOWNED_KINDS, Message, View, view_messages
 from terminalworld.errors import InputError, RenderError
-from terminalworld.options import option
+from terminalworld.options import chat_template_file, loadable_tokenizer, option
 from terminalworld.sim.grounding import GroundingOptions
 
 ARMS = ("assistant", "full", "user")
@@ -255,10 +254,18 @@ class Renderer:
         self.sim_prompt = sim_prompt
 
     def template_text(self, messages: list[Message]) -> str:
-        """The chat template's rendering of `messages` (no generation prompt)."""
-        return self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages], tokenize=False, chat_template=self.chat_template
-        )
+        """The chat template's rendering of `messages` (no generation prompt); raises `RenderError`
+        when the template fails on them."""
+        from jinja2 import TemplateError
+
+        try:
+            return self.tokenizer.apply_chat_template(
+                [{"role": m.role, "content": m.content} for m in messages],
+                tokenize=False,
+                chat_template=self.chat_template,
+            )
+        except TemplateError as e:
+            raise RenderError(f"the chat template fails: {e}") from None
 
     def render_messages(self, messages: list[Message], name: str) -> Rendered:
         """Render, tokenize and own `messages` once (cut to `max_len`), with the partition checked;
@@ -300,11 +307,11 @@ def build_renderer(
 ) -> Renderer:
     """A renderer from paths: `tokenizer` (folder, GGUF file or asset name) with its own chat
     template, or the Jinja file `chat_template`, or the template of the model at `template_from`."""
-    from terminalworld.core.assets import load_tokenizer, local_model_path
+    from terminalworld.core.assets import load_tokenizer, local_model_path, read_chat_template
 
     if chat_template and template_from:
         raise InputError("give a chat template file or a model to take the template from, not both")
-    template = Path(chat_template).read_text() if chat_template else None
+    template = read_chat_template(chat_template) if chat_template else None
     if template_from:
         template = load_tokenizer(local_model_path(template_from)).chat_template
     return Renderer(load_tokenizer(tokenizer), template, view, exclude_harness_text, max_len, sim_prompt)
@@ -323,10 +330,14 @@ def training_row(r: Rendered, arm: Arm) -> dict[str, Any]:
 class RenderOptions:
     """Which trajectories, and how they are rendered: tokenizer, template, view, harness text, length."""
 
-    tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
-    inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
-    chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
-    max_len: int | None = option(None, help="cut rows after this many tokens")
+    tokenizer: str = option(check=loadable_tokenizer, help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    inputs: list[str] = option(
+        flag="--in", path="input", help="trajectory file or glob; repeat (or comma-separate) for several"
+    )
+    chat_template: str | None = option(
+        None, check=chat_template_file, help="Jinja chat template file (default: the tokenizer's)"
+    )
+    max_len: int | None = option(None, minimum=1, help="cut rows after this many tokens")
     exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
     view: View = option("agent", help="sim: the dedicated-simulator framing")
 
@@ -346,7 +357,7 @@ class RenderConfig(RenderOptions, GroundingOptions):
     """One arm of training rows from trajectory files; with `--grounding`, every turn of the view
     has its grounding block (owned by nobody), so a grounded simulator can be trained on them."""
 
-    out: str = option(help=".jsonl, .jsonl.gz or .parquet")
+    out: str = option(path="output-file", help=".jsonl, .jsonl.gz or .parquet")
     arm: Arm = option(help="assistant (a), full (b) or user (c)")
 
 

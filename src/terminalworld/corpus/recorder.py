@@ -16,8 +16,6 @@ import hashlib
 import os
 import random
 import re
-import shutil
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from terminalworld.core import scratch
 from terminalworld.core.prompts import SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
@@ -281,7 +280,7 @@ class Policy:
 def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: SandboxConfig) -> list[CommandResult]:
     """Run `commands` in order in one sandbox over a fresh copy of `tree` (removed afterwards), file
     times pinned after each so that listings do not depend on when they ran."""
-    work = tempfile.mkdtemp(prefix="tw-rec-", dir=workspace_root())
+    work = scratch.make_dir("tw-rec-", workspace_root())
     os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
     try:
         repo_dir = materialize(tree, Path(work) / "repo")
@@ -292,7 +291,7 @@ def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: Sandb
             normalize_times(repo_dir)
         return results
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        scratch.remove_tree(work)
 
 
 def record_one(
@@ -320,17 +319,19 @@ def record_one(
 class RecordConfig:
     """A recording: how many trajectories, the seed, shards, turn counts and sandbox limits."""
 
-    out: str = option(help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
-    trajectories: int = option(120)
-    seed: int = option(0)
-    shard_size: int = option(50)
-    min_turns: int = option(15)
-    max_turns: int = option(30)
-    workers: int = option(0, help="parallel sandboxes (0: one per core)")
-    timeout_s: float = option(10.0, flag="--timeout", help="per-command time limit, seconds")
+    out: str = option(path="output-dir", help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
+    trajectories: int = option(120, minimum=1)
+    seed: int = option(0, minimum=0)
+    shard_size: int = option(50, minimum=1)
+    min_turns: int = option(15, minimum=1)
+    max_turns: int = option(30, minimum=1)
+    workers: int = option(0, minimum=0, help="parallel sandboxes (0: one per core)")
+    timeout_s: float = option(10.0, flag="--timeout", above=0, help="per-command time limit, seconds")
     # SWE-ZERO's cap: the first and last half around a truncation note.
-    max_output_chars: int = option(8000, help="observation cap: head and tail around a truncation note")
-    tasks: str | None = option(None, help="generated tasks folder: one solving episode per task, in solving.jsonl.gz")
+    max_output_chars: int = option(8000, minimum=1, help="observation cap: head and tail around a truncation note")
+    tasks: str | None = option(
+        None, path="input", help="generated tasks folder: one solving episode per task, in solving.jsonl.gz"
+    )
 
 
 def record_corpus(cfg: RecordConfig) -> dict[str, Any]:

@@ -15,6 +15,9 @@ span, not the whole sequence times the vocabulary. `all_depths` scores every obs
 On CPU rows go one per forward (the matmuls are already large); on GPU and with vLLM they are
 batched, longest first.
 
+A row whose target observation holds no terminal text is skipped with its reason (`empty_target`),
+as is a row longer than the model's context.
+
 Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
 the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
 `{"_summary": true, ...}` row.
@@ -153,11 +156,18 @@ def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndar
 
 def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
     """Token count, summed NLL (nats), mean NLL and PPL (exp of the mean) of one span's
-    log-probabilities; mean and PPL are NaN for an empty span."""
+    log-probabilities; mean and PPL are None (JSON null, never a bare NaN) for an empty span."""
     n = len(logprobs)
     s = float(-logprobs.sum())
-    mean = s / n if n else float("nan")
-    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else float("nan")}
+    mean = s / n if n else None
+    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else None}
+
+
+def empty_target(row: dict[str, Any]) -> bool:
+    """Whether the target observation holds no terminal text (nothing, or only white space, after
+    `Observation: `): its score would be the end-of-turn token's alone, a number about the
+    template, not the terminal, so such a row is skipped with its reason."""
+    return not row["target_env"].removeprefix(OBSERVATION_PREFIX).strip()
 
 
 @dataclass(frozen=True)
@@ -166,8 +176,14 @@ class ScoreConfig(GroundingOptions):
     scores go."""
 
     model_path: str = option(help="HF folder, gs:// folder, cached HF id, GGUF file, or smollm2")
-    heldout: str = option(help="held-out rows (JSON Lines)")
-    out: str = option(flag="--out", aliases=["--out-path"], help="scores file; rerunning resumes it")
+    heldout: str = option(path="input", help="held-out rows (JSON Lines)")
+    out: str = option(
+        flag="--out",
+        aliases=["--out-path"],
+        path="output-file",
+        companions=[".partial"],
+        help="scores file; rerunning resumes it",
+    )
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
@@ -179,19 +195,34 @@ class ScoreConfig(GroundingOptions):
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
 
-def done_rows(path: str) -> dict[str, dict[str, Any]]:
-    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
+def done_rows(path: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows.
+    Raises `InputError` when the file is not such a file (a line that is not a row, or rows of
+    instances not among `ids`): it belongs to something else, so it is neither resumed nor
+    overwritten."""
     done: dict[str, dict[str, Any]] = {}
     for p in (path, path + ".partial"):
-        if os.path.exists(p):
-            with open(p, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut by an interrupted write is scored again
-                    if not row.get("_summary"):
-                        done[row["instance_id"]] = row
+        if not os.path.exists(p):
+            continue
+        with open(p, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        for n, raw in enumerate(lines, start=1):
+            try:
+                row = json.loads(raw)
+            except ValueError:  # not JSON, or not UTF-8
+                if p != path and n == len(lines) and not raw.endswith(b"\n"):
+                    continue  # the line an interrupted append cut: scored again
+                row = None
+            if not isinstance(row, dict) or not (row.get("_summary") or "instance_id" in row):
+                raise InputError(f"{p}:{n}: not a row of this command's output, so it is not overwritten")
+            if not row.get("_summary"):
+                done[row["instance_id"]] = row
+    stray = sorted(set(done) - set(ids))
+    if stray:
+        raise InputError(
+            f"{path}: holds rows of {len(stray)} instances that are not among the inputs (first: {stray[0]}); "
+            "it is another run's output, so it is neither resumed nor overwritten"
+        )
     return done
 
 
@@ -219,6 +250,9 @@ def score_rows(
         r = renderer.render(traj, blocks_of(grounded))
         base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
         base |= {"grounding": cfg.grounding, **(grounded[target_turn].record() if grounder else {})}
+        if empty_target(row):
+            yield {**base, "skipped": "empty target observation: only its end-of-turn token would be scored"}
+            continue
         spans = observation_spans(r, traj, cfg.all_depths)
         exact = {t for t, g in grounded.items() if g.served is not None}
         served = [s for s in spans if s.depth - 1 in exact]
@@ -364,6 +398,7 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     rows = read_heldout(cfg.heldout)
     if len({r["instance_id"] for r in rows}) != len(rows):
         raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
+    done_rows(cfg.out, [r["instance_id"] for r in rows])  # another run's --out is refused before the model loads
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
@@ -387,6 +422,13 @@ def model_label(model_name: str | None, model_path: str) -> str:
     return model_name or os.path.basename(model_path.rstrip("/"))
 
 
+def _cut_tail(path: str) -> bytes:
+    """The bytes after the last newline of a file (what a killed append left of its line)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return data[data.rfind(b"\n") + 1 :]
+
+
 def resumable_rows(
     out: str,
     ids: list[str],
@@ -396,8 +438,10 @@ def resumable_rows(
     """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
     appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
     and the `summary` of them last. Returns the summary."""
-    done = done_rows(out)
+    done = done_rows(out, ids)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".partial", "ab") as partial:  # a line a killed append cut is dropped first
+        partial.truncate(partial.tell() - len(_cut_tail(out + ".partial")))
     with open(out + ".partial", "a", encoding="utf-8") as partial:
         for row in produce(done):
             partial.write(dumps_row(row))

@@ -38,10 +38,12 @@ class GroundingOptions:
     """The grounding axis of a simulator grade: the mode, the block's budget, and the sources."""
 
     grounding: GroundingMode = option("none", help="none, retrieved (start state), replayed (upper bound), hybrid")
-    grounding_budget: int = option(2048, help="tokens of the grounding block (the module's truncation rule)")
+    grounding_budget: int = option(2048, minimum=1, help="tokens of the grounding block (the module's truncation rule)")
     grounding_tasks: str | None = option(None, help="task folder whose environment/repo grounds its sessions")
     grounding_store: str | None = option(None, help="snapshot store (fsspec URL) of SWE-ZERO instances")
-    grounding_output_chars: int = option(8000, help="the shadow's output cap (head and tail), as the recording's")
+    grounding_output_chars: int = option(
+        8000, minimum=2, help="the shadow's output cap (head and tail), as the recording's"
+    )
 
     def sandbox(self) -> SandboxConfig:
         """The shadow's sandbox: the recording's output cap."""
