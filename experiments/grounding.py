@@ -105,6 +105,24 @@ def main() -> None:
             report.fidelity_table(fidelity),
             "",
         ]
+    loops = {m: report.read_summary(str(results / f"loop-{m}.jsonl")) for m in report.MODES}
+    loops = {m: x for m, x in loops.items() if x}
+    if loops:
+        lines += [
+            "## The closed loop (tier 3)",
+            "",
+            "The solver's script on generated tasks, SmolLM2 answering what the shadow does not, 16 new tokens.",
+            "",
+            "| grounding | episodes | turns | served exactly (tokens) | first divergence | outcome agreement | sim-to-real gap |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for m, x in loops.items():
+            share = x.get("exact_token_share")
+            lines.append(
+                f"| {m} | {x['episodes']} | {x['turns']} | {'–' if share is None else f'{share:.1%}'} | "
+                f"{x['first_divergence']} | {x['outcome_agreement']:.0%} | {x['sim_to_real_gap']:+.2f} |"
+            )
+        lines.append("")
     lines += [
         "## What is left to learn",
         "",

@@ -519,7 +519,7 @@ def test_grounding_none_reproduces_the_scores_from_before_grounding(tmp_path):
 
     from terminalworld.core.render import Renderer
     from terminalworld.eval.scoring import score_rows
-    from tests.conftest import SWE_ZERO
+    from tests.paths import SWE_ZERO
 
     expected = json.loads((Path(__file__).parent / "scores_before_grounding.json").read_text())
     tok = load_tokenizer("smollm2")

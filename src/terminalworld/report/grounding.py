@@ -27,6 +27,16 @@ def read_rows(path: str) -> list[dict[str, Any]]:
         return [r for r in map(json.loads, f) if not r.get("_summary")]
 
 
+def read_summary(path: str) -> dict[str, Any] | None:
+    """The summary row of a rows file, or None when the file is missing."""
+    import os
+
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return next((r for r in map(json.loads, f) if r.get("_summary")), None)
+
+
 def _ppl(rows: list[dict[str, Any]]) -> float | None:
     n = sum(r["n_target_tokens"] for r in rows)
     return math.exp(sum(r["sum_nll"] for r in rows) / n) if n else None
@@ -34,9 +44,12 @@ def _ppl(rows: list[dict[str, Any]]) -> float | None:
 
 def ppl_by_bucket(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per mode and length bucket (and `all`): token-weighted PPL of the scored rows, their count,
-    and (hybrid) the rows and target tokens the shadow served exactly."""
+    and (hybrid) the rows and target tokens the shadow served exactly. Skipped rows and empty
+    targets are left out."""
     out: dict[str, dict[str, Any]] = {}
     for mode, rows in rows_by_mode.items():
+        # An empty target (scored on its end-of-turn token alone) is skipped, as the scorer skips it.
+        rows = [r for r in rows if "skipped" not in r and r.get("target_chars") != 0]
         per: dict[str, Any] = {}
         for label in [b for _, b in TOKEN_BUCKETS] + ["all"]:
             inside = [r for r in rows if label == "all" or token_bucket(r["n_target_tokens"]) == label]
