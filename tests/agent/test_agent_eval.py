@@ -183,6 +183,34 @@ def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded
     assert s["closed_loop"]["episodes"] == 1 and s["closed_loop"]["turns"] == 2
 
 
+def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task_folder, tmp_path):
+    # The same episode under `--grounding hybrid`: the router sends `git apply` (an edit) and
+    # `git diff --stat` (navigation) to the shadow, so the agent sees the real outputs and the
+    # simulator generates nothing.
+    task = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))[0]
+    one = tmp_path / "one"
+    shutil.copytree(task_folder / task, one / task, symlinks=True)
+    fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{solution_patch(one / task)}EOF\n```"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({"*": [fix, "THOUGHT: check.\n\n```bash\ngit diff --stat\n```"]}))
+    out = tmp_path / "hybrid"
+    s = _run(
+        one,
+        out,
+        "scripted",
+        replies=str(replies),
+        environment="simulated",
+        simulator="smollm2",
+        simulator_tokens=8,
+        grounding="hybrid",
+    )
+    assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == "hybrid"
+    [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
+    assert [t["route"] for t in episode["turns"]] == ["exact", "exact"]
+    assert all(t["simulated"] == t["real"] and t["sim_tokens"] == 0 for t in episode["turns"])
+    assert "1 file changed" in episode["turns"][1]["simulated"] and s["closed_loop"]["exact_token_share"] == 1.0
+
+
 def test_an_agent_cannot_plant_its_verdict_or_drop_its_failure(task_folder, tmp_path):
     one = tmp_path / "tasks"
     shutil.copytree(task_folder / "hello", one / "hello")

@@ -512,6 +512,31 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monke
         assert g["full_len"] != d["full_len"]
 
 
+def test_grounding_none_reproduces_the_scores_from_before_grounding(tmp_path):
+    """`--grounding none` scores exactly what the scorer scored before grounding existed: the
+    committed expectation was made by that scorer (same rows, same seeded tiny Qwen3)."""
+    from pathlib import Path
+
+    from terminalworld.core.render import Renderer
+    from terminalworld.eval.scoring import score_rows
+    from tests.paths import SWE_ZERO
+
+    expected = json.loads((Path(__file__).parent / "scores_before_grounding.json").read_text())
+    tok = load_tokenizer("smollm2")
+    scorer = HFScorer(tiny_qwen3(len(tok), seed=0))
+    rows = [
+        heldout_row(t, context_turns=2) | {"instance_id": f"{t.instance_id}-{i}"}
+        for i, t in enumerate(load_trajectories(str(SWE_ZERO)))
+    ]
+    for mode in ("agent", "sim"):
+        cfg = ScoreConfig(model_path="m", heldout="h", out="o", mode=mode, all_depths=True, grounding="none")
+        for row in score_rows(cfg, scorer, Renderer(tok, view=mode), rows, {}):
+            want = expected[f"{mode}:{row['instance_id']}"]
+            assert row["grounding"] == "none" and row["full_len"] == want["full_len"]
+            assert sum(d["n_target_tokens"] for d in row["depths"]) == want["n"]
+            assert sum(d["sum_nll"] for d in row["depths"]) == pytest.approx(want["sum_nll"], rel=1e-9)
+
+
 def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, tmp_path, monkeypatch):
     """A target with no terminal text would be scored on its end-of-turn token alone (a PPL of tens
     of thousands that topped the "worst" column); it is skipped, with its reason, and never scored."""

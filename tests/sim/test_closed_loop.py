@@ -35,7 +35,11 @@ class Mirror:
 
 
 class Constant:
-    def simulate(self, requests):
+    def __init__(self):
+        self.grounding = []  # the grounding blocks each call was given
+
+    def simulate(self, requests, grounding=None):
+        self.grounding.append(None if grounding is None else [dict(g) for g in grounding])
         return [Simulated("nothing", 1, False, 0) for _ in requests]
 
 
@@ -81,3 +85,29 @@ def test_a_constant_simulator_diverges_at_once_and_the_agent_never_sees_its_subm
     assert s["seconds_per_sandbox_turn"] == pytest.approx(0.2) and s["sandbox_seconds_per_episode"] == pytest.approx(
         0.4
     )
+
+
+def test_hybrid_serves_exact_routes_from_the_shadow_and_counts_their_share(task):
+    from terminalworld.core.assets import load_tokenizer
+    from terminalworld.sim.closed_loop import route_shares
+    from terminalworld.sim.grounding import Grounder, GroundingOptions
+    from terminalworld.sim.routing import route
+
+    grounder = Grounder(GroundingOptions(grounding="hybrid"), load_tokenizer("smollm2"))
+    simulator = Constant()
+    episode = closed_loop_episode(
+        agent=_solver(task), simulator=simulator, task_dir=task, harness=HARNESS, grounder=grounder
+    )
+    # Each generated turn's view holds its own block and those before it (the session's context).
+    assert [len(g[0]) for g in simulator.grounding] == list(range(1, len(simulator.grounding) + 1))
+    routes = [t.route for t in episode.turns]
+    assert "exact" in routes and "generated" in routes  # the solver reads, edits and runs the tests
+    for t in episode.turns:
+        assert t.route == route(t.command)
+        assert (t.simulated == t.real) if t.route == "exact" else (t.simulated == "nothing" and t.grounding_tokens > 0)
+    assert episode.reward == 1.0  # the shadow holds the real fix whatever the simulator said
+    shares = route_shares(episode.turns)
+    exact = sum(t.observation_tokens for t in episode.turns if t.route == "exact")
+    assert shares["exact_token_share"] == exact / sum(t.observation_tokens for t in episode.turns)
+    assert shares["exact_turns"] == routes.count("exact")
+    assert route_shares([]) == {} and "exact_token_share" in loop_summary([episode], [1.0], [0.1])

@@ -30,6 +30,7 @@ from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.env.sandbox import bwrap_path, check_available
 from terminalworld.errors import InputError, StepFailed
 from terminalworld.options import option
+from terminalworld.sim.grounding import GroundingMode
 
 JOB_NAME = "agent-eval"
 SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor_env:SandboxEnvironment"
@@ -54,6 +55,8 @@ class AgentEvalConfig:
     simulator: str | None = option(None, help="checkpoint answering the agent's commands (--environment simulated)")
     simulator_endpoint: str | None = option(None, help="OpenAI-compatible URL serving the simulator, instead")
     simulator_tokens: int = option(1024, minimum=1, help="the simulator's cap per output")
+    grounding: GroundingMode = option("none", help="simulated: none, retrieved, replayed or hybrid (sim.grounding)")
+    grounding_budget: int = option(2048, minimum=1, help="simulated: tokens of the grounding block")
     replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
     n_attempts: int = option(1, minimum=1)
     n_concurrent: int = option(2, minimum=1, help="trials in parallel")
@@ -84,6 +87,7 @@ def job_spec(cfg: AgentEvalConfig, *, out: Path, endpoint: dict[str, Any], bwrap
         environment = {"import_path": SANDBOX_ENVIRONMENT, "kwargs": {"bwrap": bwrap}}
     elif cfg.environment == "simulated":
         kwargs = {"bwrap": bwrap, **endpoint.pop("simulator"), "max_tokens": cfg.simulator_tokens}
+        kwargs |= {"grounding": cfg.grounding, "grounding_budget": cfg.grounding_budget}
         environment = {"import_path": SIMULATED_ENVIRONMENT, "kwargs": kwargs}
     else:  # Harbor's Daytona backend builds each task's Dockerfile remotely
         environment = {"type": "daytona", "force_build": True, "kwargs": {"auto_snapshot": True}}
@@ -197,7 +201,7 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
         with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
             for e in episodes:
                 f.write(dumps_row(e.row()))
-        summary["closed_loop"] = loop_summary(episodes, [], [])
+        summary["closed_loop"] = {"grounding": cfg.grounding, **loop_summary(episodes, [], [])}
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

@@ -28,16 +28,17 @@ training actually sees.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from terminalworld.core.trajectories import Trajectory, harness_spans
-from terminalworld.core.views import SIM_SYSTEM_PROMPT, Message, View, view_messages
+from terminalworld.core.views import SIM_SYSTEM_PROMPT, UNOWNED_KINDS, Message, View, view_messages
 from terminalworld.errors import InputError, RenderError
 from terminalworld.options import chat_template_file, loadable_tokenizer, option
+from terminalworld.sim.grounding import GroundingOptions
 
 ARMS = ("assistant", "full", "user")
 Arm = Literal["assistant", "full", "user"]
@@ -99,10 +100,15 @@ def _diagnose(text: str, messages: list[Message]) -> str:
 
 
 def token_owners(
-    starts: np.ndarray, ends: np.ndarray, spans: list[tuple[int, int]], excluded: list[tuple[int, int]] = ()
+    starts: np.ndarray,
+    ends: np.ndarray,
+    spans: list[tuple[int, int]],
+    excluded: list[tuple[int, int]] = (),
+    unowned: frozenset[int] = frozenset(),
 ) -> np.ndarray:
     """Owner message index of each token (NOBODY for scaffolding), by the last-character rule plus
-    one end-of-turn token per message. `excluded` character spans own nothing."""
+    one end-of-turn token per message. `excluded` character spans own nothing; the messages
+    `unowned` names (grounding blocks) own neither their content nor their end of turn."""
     n = len(starts)
     owner = np.full(n, NOBODY, dtype=np.int32)
     if not spans or not n:
@@ -114,13 +120,18 @@ def token_owners(
     inside = (idx >= 0) & (ends > starts)
     inside &= last < ce[np.clip(idx, 0, None)]
     owner[inside] = idx[inside]
-    for s, e in excluded:
+    for s, e in [*excluded, *(spans[m] for m in unowned)]:
         owner[(last >= s) & (last < e)] = NOBODY
     eot = np.searchsorted(starts, ce, side="left")
     for m, j in enumerate(eot):
-        if j < n and owner[j] == NOBODY and not _in_any(int(last[j]), excluded):
+        if m not in unowned and j < n and owner[j] == NOBODY and not _in_any(int(last[j]), excluded):
             owner[j] = m
     return owner
+
+
+def unowned_messages(messages: list[Message]) -> frozenset[int]:
+    """Indices of the messages that own no token (`views.UNOWNED_KINDS`)."""
+    return frozenset(i for i, m in enumerate(messages) if m.kind in UNOWNED_KINDS)
 
 
 def _in_any(x: int, spans) -> bool:
@@ -187,6 +198,10 @@ class Rendered:
             by_char[s:e] = m
         for s, e in self.excluded:
             by_char[s:e] = _EXCLUDED
+        unowned = unowned_messages(self.messages)
+        for m in unowned:
+            s, e = self.spans[m]
+            by_char[s:e] = NOBODY
         claim = np.where(ends > starts, by_char[ends - 1], NOBODY)  # ends - 1 = -1 only where unused
         system = np.array([m.role == "system" or m.kind == "system" for m in self.messages] + [False, False])
         wrong = (claim >= 0) & (owner != claim) & ~(system[claim] & (owner == NOBODY))
@@ -201,7 +216,7 @@ class Rendered:
             j = int(np.flatnonzero(wrong)[0])
             self._partition_error(f"token {j} is owned by {owner[j]} but is neither its content nor its end of turn")
         eot = np.searchsorted(starts, ce, side="left")
-        eot = eot[eot < n]
+        eot = np.array([j for m, j in enumerate(eot) if m not in unowned and j < n], dtype=np.int64)
         if ((claim[eot] == NOBODY) & (owner[eot] == NOBODY)).any():
             self._partition_error("an end-of-turn token has no owner")
         is_asst = np.array([m.role == "assistant" for m in self.messages] + [False])[owner]
@@ -264,7 +279,7 @@ class Renderer:
             for m, (s, _) in zip(messages, spans, strict=False):
                 if m.kind == "observation":
                     excluded += [(s + a, s + b) for a, b in harness_spans(m.content)]
-        owner = token_owners(offsets[:, 0], offsets[:, 1], spans, excluded)
+        owner = token_owners(offsets[:, 0], offsets[:, 1], spans, excluded, unowned_messages(messages))
         cut = 0
         if self.max_len is not None and len(ids) > self.max_len:
             cut = len(ids) - self.max_len
@@ -273,9 +288,11 @@ class Renderer:
         r.check_partition()
         return r
 
-    def render(self, traj: Trajectory) -> Rendered:
-        """`traj` rendered under this renderer's view."""
-        return self.render_messages(view_messages(traj, self.view, self.sim_prompt), traj.instance_id)
+    def render(self, traj: Trajectory, grounding: Mapping[int, str] | None = None) -> Rendered:
+        """`traj` rendered under this renderer's view, with the grounding blocks of the turns
+        `grounding` names (owned by nobody)."""
+        messages = view_messages(traj, self.view, self.sim_prompt, grounding)
+        return self.render_messages(messages, traj.instance_id)
 
 
 def build_renderer(
@@ -336,8 +353,9 @@ class RenderOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RenderConfig(RenderOptions):
-    """One arm of training rows from trajectory files."""
+class RenderConfig(RenderOptions, GroundingOptions):
+    """One arm of training rows from trajectory files; with `--grounding`, every turn of the view
+    has its grounding block (owned by nobody), so a grounded simulator can be trained on them."""
 
     out: str = option(path="output-file", help=".jsonl, .jsonl.gz or .parquet")
     arm: Arm = option(help="assistant (a), full (b) or user (c)")
@@ -376,12 +394,14 @@ class RenderStats:
         self.failures = (self.failures + other.failures)[:MAX_NAMED_FAILURES]
 
 
-def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats) -> Iterator[dict[str, Any]]:
-    """The training row of each trajectory of `items` (`iter_trajectories` output), in order.
+def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats, grounder=None) -> Iterator[dict[str, Any]]:
+    """The training row of each trajectory of `items` (`iter_trajectories` output), in order; with
+    a grounder (`sim.grounding.Grounder`), every turn has its grounding block.
 
-    An example that cannot be rendered (a malformed record, a template that rewrites a message)
-    is counted in `stats` by reason and named with file and line, and the pass goes on: one bad
-    example among millions must not stop a training set, nor vanish from its stats."""
+    An example that cannot be rendered (a malformed record, a template that rewrites a message, a
+    repository no grounding source holds) is counted in `stats` by reason and named with file and
+    line, and the pass goes on: one bad example among millions must not stop a training set, nor
+    vanish from its stats."""
     from terminalworld.core.records import BadLine
 
     for item in items:
@@ -390,7 +410,12 @@ def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats) -> It
             continue
         rec, traj = item
         try:
-            r = renderer.render(traj)
+            grounding = grounder.blocks(traj) if grounder is not None else None
+        except InputError as e:
+            stats.fail(rec.file, rec.line, traj.instance_id, "no grounding source", str(e))
+            continue
+        try:
+            r = renderer.render(traj, grounding)
         except RenderError as e:
             stats.fail(rec.file, rec.line, traj.instance_id, "template rewrites a message", str(e))
             continue
@@ -414,10 +439,16 @@ def render_file(cfg: RenderConfig) -> dict[str, Any]:
 
     stats = RenderStats()
     items = tqdm(iter_trajectories(cfg.inputs), desc=f"render {cfg.arm}", unit="traj")
+    renderer = cfg.renderer()
+    grounder = None
+    if cfg.grounding != "none":
+        from terminalworld.sim.grounding import Grounder
+
+        grounder = Grounder(cfg, renderer.tokenizer)
     with row_writer(cfg.out) as write:
-        for row in rendered_rows(items, cfg.renderer(), cfg.arm, stats):
+        for row in rendered_rows(items, renderer, cfg.arm, stats, grounder):
             write(row)
-    return {"out": cfg.out, "arm": cfg.arm, **asdict(stats)}
+    return {"out": cfg.out, "arm": cfg.arm, "grounding": cfg.grounding, **asdict(stats)}
 
 
 @contextlib.contextmanager

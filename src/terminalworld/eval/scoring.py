@@ -43,6 +43,7 @@ from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import ppl_stats
 from terminalworld.options import option
+from terminalworld.sim.grounding import Grounder, GroundingOptions, blocks_of
 
 Mode = Literal["agent", "sim"]
 
@@ -170,8 +171,9 @@ def empty_target(row: dict[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class ScoreConfig:
-    """One scoring run: a model, the held-out rows, the framing, and where the scores go."""
+class ScoreConfig(GroundingOptions):
+    """One scoring run: a model, the held-out rows, the framing, the grounding mode, and where the
+    scores go."""
 
     model_path: str = option(help="HF folder, gs:// folder, cached HF id, GGUF file, or smollm2")
     heldout: str = option(path="input", help="held-out rows (JSON Lines)")
@@ -225,10 +227,16 @@ def done_rows(path: str, ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def score_rows(
-    cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]], done: dict[str, dict[str, Any]]
+    cfg: ScoreConfig,
+    scorer,
+    renderer: Renderer,
+    rows: list[dict[str, Any]],
+    done: dict[str, dict[str, Any]],
+    grounder: Grounder | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Scored rows as they finish (in batches, longest first, on GPU and vLLM; one by one in input
-    order on CPU)."""
+    order on CPU). With a grounder, each scored observation has its grounding block in the view;
+    in hybrid mode an observation the shadow serves exactly is counted, not scored."""
     from tqdm import tqdm
 
     pending = []
@@ -236,15 +244,39 @@ def score_rows(
         if row["instance_id"] in done:
             continue
         traj = heldout_trajectory(row)
-        r = renderer.render(traj)
+        target_turn = len(traj.turns) - 1
+        turns = range(len(traj.turns)) if cfg.all_depths else [target_turn]
+        grounded = grounder.trajectory(traj, turns) if grounder else {}
+        r = renderer.render(traj, blocks_of(grounded))
         base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
+        base |= {"grounding": cfg.grounding, **(grounded[target_turn].record() if grounder else {})}
         if empty_target(row):
             yield {**base, "skipped": "empty target observation: only its end-of-turn token would be scored"}
+            continue
+        spans = observation_spans(r, traj, cfg.all_depths)
+        exact = {t for t, g in grounded.items() if g.served is not None}
+        served = [s for s in spans if s.depth - 1 in exact]
+        if served:
+            target = traj.turns[target_turn].observation.removeprefix(OBSERVATION_PREFIX)
+            base["served"] = [
+                {"depth": s.depth, "n_target_tokens": len(s.positions), "target_chars": s.chars, "family": s.family}
+                for s in served
+            ]
+            if grounded[target_turn].served is not None:
+                base["served_matches_target"] = grounded[target_turn].served == target
+            spans = [s for s in spans if s.depth - 1 not in exact]
+        if target_turn in exact:  # the shadow served the target exactly: nothing is left to score
+            last = served[-1]
+            yield {
+                **base,
+                "n_target_tokens": len(last.positions),
+                "target_chars": last.chars,
+                "target_family": last.family,
+            }
             continue
         if scorer.max_len is not None and len(r.input_ids) > scorer.max_len:
             yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
             continue
-        spans = observation_spans(r, traj, cfg.all_depths)
         pending.append((base, r.input_ids, spans))
     batched = cfg.device == "cuda" or cfg.backend == "vllm"  # on CPU one row per forward is fastest
     if batched:
@@ -284,7 +316,7 @@ def _row(base: dict[str, Any], spans: list[Span], logprobs: np.ndarray, all_dept
 def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> dict[str, Any]:
     """The `{"_summary": true, ...}` row: counts, the per-checkpoint statistics of the scored rows
     (`eval.metrics.ppl_stats`), and the skipped rows with their reasons."""
-    scored = [r for r in rows if "skipped" not in r]
+    scored = [r for r in rows if "skipped" not in r and "ppl" in r]
     stats = ppl_stats(scored)
     tokens = stats["tokens"]
     return {
@@ -292,6 +324,8 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         "model_name": model_name,
         "model_path": cfg.model_path,
         "mode": cfg.mode,
+        "grounding": cfg.grounding,
+        **({"grounding_budget": cfg.grounding_budget} if cfg.grounding != "none" else {}),
         "n_trajectories": len(rows),
         "n_scored": len(scored),
         "n_skipped": len(rows) - len(scored),
@@ -304,6 +338,56 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         "n_ppl_gt_10": stats["n_ppl_gt_10"],
         "worst": stats["worst"],
         "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
+        "by_bucket": {
+            b: _ppl(bucket_rows) for b, bucket_rows in _by(scored, lambda r: token_bucket(r["n_target_tokens"]))
+        },
+        "by_family": {
+            f: _ppl(family_rows) for f, family_rows in _by(scored, lambda r: r.get("target_family", "other"))
+        },
+        **served_summary(rows),
+    }
+
+
+TOKEN_BUCKETS = ((20, "<=20"), (200, "21-200"), (None, ">200"))  # target tokens; >200 is the write-up's ceiling
+
+
+def token_bucket(n: int) -> str:
+    """The length bucket of a target of `n` tokens."""
+    return next(label for limit, label in TOKEN_BUCKETS if limit is None or n <= limit)
+
+
+def _by(rows: list[dict[str, Any]], key) -> list[tuple[str, list[dict[str, Any]]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    order = [label for _, label in TOKEN_BUCKETS]
+    return sorted(groups.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+
+
+def _ppl(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    stats = ppl_stats(rows)
+    return {
+        "n": len(rows),
+        "tokens": stats["tokens"],
+        "ppl": stats["token_weighted_ppl"],
+        "median_ppl": stats["median_ppl"],
+    }
+
+
+def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Hybrid mode: how many target rows and tokens the shadow served exactly, and how often the
+    served output equals the recorded one (empty outside hybrid mode)."""
+    served = [r for r in rows if r.get("route") == "exact" and r.get("grounding") == "hybrid"]
+    if not any(r.get("grounding") == "hybrid" for r in rows):
+        return {}
+    total = sum(r["n_target_tokens"] for r in rows if "n_target_tokens" in r)
+    tokens = sum(r["n_target_tokens"] for r in served)
+    matches = [r["served_matches_target"] for r in served if "served_matches_target" in r]
+    return {
+        "served_rows": len(served),
+        "served_target_tokens": tokens,
+        "exact_token_share": tokens / total if total else None,
+        "served_matches_target": sum(matches) / len(matches) if matches else None,
     }
 
 
@@ -324,10 +408,11 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     else:
         scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
+    grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
     return resumable_rows(
         cfg.out,
         [r["instance_id"] for r in rows],
-        lambda done: score_rows(cfg, scorer, renderer, rows, done),
+        lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
         lambda results: summarize(results, cfg, name),
     )
 

@@ -18,6 +18,7 @@ temperature sampling (no top-k or top-p), greedy at temperature 0, seeded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,11 +46,59 @@ def stop_ids(tokenizer) -> list[int]:
 
 
 class HFGenerator:
-    """An HF causal LM in this process; prompts go `batch_size` at a time, left-padded."""
+    """An HF causal LM in this process; prompts go `batch_size` at a time, left-padded.
 
-    def __init__(self, model, *, stop: list[int], pad: int, batch_size: int = 1, device: str = "cpu"):
+    With `reuse_cache`, prompts go one at a time and the KV cache of the previous call is kept: a
+    prompt that extends the previous prompt and its output (the next turn of a session) is cut to
+    the longest common prefix with what the cache holds, and only the rest is prefilled, so a
+    simulated turn costs its new tokens (its command, its grounding delta), not its whole session.
+    """
+
+    def __init__(
+        self,
+        model,
+        *,
+        stop: list[int],
+        pad: int,
+        batch_size: int = 1,
+        device: str = "cpu",
+        reuse_cache: bool = False,
+    ):
         self.model = model.to(device).eval()
         self.stop, self.pad, self.batch_size, self.device = stop, pad, batch_size, device
+        self.reuse_cache = reuse_cache
+        self._cached: tuple[list[int], object] | None = None  # the ids the cache holds, and the cache
+        self.prefilled: list[int] = []  # tokens prefilled per prompt (the cost reuse saves)
+
+    def _session_cache(self, prompt: list[int]):
+        """A cache holding the longest prefix of `prompt` the previous call computed (at least one
+        token of the prompt is left to prefill), or a new one."""
+        from transformers import DynamicCache
+
+        if self._cached is not None:
+            ids, cache = self._cached
+            keep = 0
+            for a, b in zip(ids, prompt[:-1], strict=False):
+                if a != b:
+                    break
+                keep += 1
+            if keep:
+                cache.crop(keep)
+                return cache, keep
+        return DynamicCache(config=self.model.config), 0
+
+    def _generate_reusing(self, prompt: list[int], **kwargs) -> list[int]:
+        import torch
+
+        cache, kept = self._session_cache(prompt)
+        ids = torch.tensor([prompt], device=self.device)
+        with torch.no_grad():
+            new = self.model.generate(ids, attention_mask=torch.ones_like(ids), past_key_values=cache, **kwargs)[
+                0, len(prompt) :
+            ].tolist()
+        self.prefilled.append(len(prompt) - kept)
+        self._cached = ((prompt + new)[: cache.get_seq_length()], cache)
+        return _until_stop(new, self.stop)
 
     def generate(
         self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
@@ -58,6 +107,11 @@ class HFGenerator:
         import torch
 
         out: list[list[int]] = []
+        if self.reuse_cache:
+            for k, prompt in enumerate(prompts):
+                torch.manual_seed(seed + k)
+                out.append(self._generate_reusing(prompt, **self._decoding(max_new_tokens, temperature)))
+            return out
         for k in range(0, len(prompts), self.batch_size):
             batch = prompts[k : k + self.batch_size]
             width = max(len(p) for p in batch)
@@ -65,19 +119,21 @@ class HFGenerator:
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch], device=self.device)
             torch.manual_seed(seed + k)
             with torch.no_grad():
-                new = self.model.generate(
-                    ids,
-                    attention_mask=mask,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=temperature > 0,
-                    temperature=temperature if temperature > 0 else None,
-                    top_k=0 if temperature > 0 else None,
-                    top_p=1.0 if temperature > 0 else None,
-                    eos_token_id=self.stop,
-                    pad_token_id=self.pad,
-                )[:, width:]
-            out += [_until_stop(row.tolist(), self.stop) for row in new]
+                new = self.model.generate(ids, attention_mask=mask, **self._decoding(max_new_tokens, temperature))
+            out += [_until_stop(row.tolist(), self.stop) for row in new[:, width:]]
         return out
+
+    def _decoding(self, max_new_tokens: int, temperature: float) -> dict:
+        """`generate`'s decoding arguments: pure temperature sampling, or greedy at 0."""
+        return {
+            "max_new_tokens": max_new_tokens,
+            "do_sample": temperature > 0,
+            "temperature": temperature if temperature > 0 else None,
+            "top_k": 0 if temperature > 0 else None,
+            "top_p": 1.0 if temperature > 0 else None,
+            "eos_token_id": self.stop,
+            "pad_token_id": self.pad,
+        }
 
 
 class VLLMGenerator:
@@ -135,10 +191,11 @@ class Simulator:
     temperature: float = 0.0
     seed: int = 0
 
-    def prompt(self, traj: Trajectory, turn: int) -> tuple[list[int], str]:
-        """The tokens before turn `turn`'s observation output, and the characters of the rendering
-        between the prompt's end and that output (generated first, then removed)."""
-        r = self.renderer.render(traj)
+    def prompt(self, traj: Trajectory, turn: int, grounding: Mapping[int, str] | None = None) -> tuple[list[int], str]:
+        """The tokens before turn `turn`'s observation output (with the grounding blocks of the
+        turns `grounding` names), and the characters of the rendering between the prompt's end and
+        that output (generated first, then removed)."""
+        r = self.renderer.render(traj, grounding)
         index = next(
             (i for i, m in enumerate(r.messages) if m.kind == "observation" and m.turn == turn),
             None,
@@ -152,11 +209,15 @@ class Simulator:
         cut = int(np.searchsorted(ends, begin, side="right"))
         return r.input_ids[:cut].tolist(), r.text[int(ends[cut - 1]) : begin]
 
-    def simulate(self, requests: list[tuple[Trajectory, int]]) -> list[Simulated]:
-        """The observation of each (trajectory, turn), generated; the trajectory holds the real
-        observation there, or any placeholder starting with `Observation: `."""
+    def simulate(
+        self, requests: list[tuple[Trajectory, int]], grounding: Sequence[Mapping[int, str] | None] | None = None
+    ) -> list[Simulated]:
+        """The observation of each (trajectory, turn), generated (with each request's grounding
+        blocks, when given); the trajectory holds the real observation there, or any placeholder
+        starting with `Observation: `."""
         tok = self.renderer.tokenizer
-        prompts = [self.prompt(traj, turn) for traj, turn in requests]
+        blocks = grounding or [None] * len(requests)
+        prompts = [self.prompt(traj, turn, g) for (traj, turn), g in zip(requests, blocks, strict=True)]
         generated = self.generator.generate(
             [p for p, _ in prompts], max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed
         )

@@ -17,6 +17,7 @@ a model served in process (`ModelAgent`) or a script (`ScriptedAgent`, e.g. the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import time
@@ -29,8 +30,11 @@ from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-from terminalworld.sim.backend import Simulator
+from terminalworld.sim.backend import Simulated, Simulator
 from terminalworld.sim.fidelity import similarity
+from terminalworld.sim.grounding import Grounder, TurnGrounding
+from terminalworld.sim.routing import route
+from terminalworld.sim.state import Shadow
 from terminalworld.tasks.layout import repo_copy, verify
 
 SANDBOX = SandboxConfig()
@@ -87,6 +91,9 @@ class LoopTurn:
     sim_seconds: float
     sim_tokens: int
     real_seconds: float
+    route: str = "generated"  # hybrid grounding: "exact" when the shadow's output was served
+    observation_tokens: int = 0  # tokens of the observation the agent saw (the simulator's tokenizer)
+    grounding_tokens: int = 0
 
 
 @dataclass
@@ -135,12 +142,21 @@ def closed_loop_episode(
     task_dir: Path,
     harness: HarnessConfig,
     sandbox: SandboxConfig = SANDBOX,
+    grounder: Grounder | None = None,
 ) -> LoopEpisode:
-    """One episode of `agent` against `simulator` on the task at `task_dir`, with a real shadow."""
+    """One episode of `agent` against `simulator` on the task at `task_dir`, with a real shadow.
+    With a grounder, each command's grounding block is read before it runs (from the shadow, or
+    in retrieved mode from a pristine copy of the start), in the session's delta form; in hybrid
+    mode a command the router sends to the shadow gets the shadow's output, not a generated one."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
     out = LoopEpisode(task=task_dir.name, outcome="running")
-    with repo_copy(task_dir, prefix="tw-shadow-") as repo:
+    with repo_copy(task_dir, prefix="tw-shadow-") as repo, contextlib.ExitStack() as stack:
         shadow = Sandbox(str(repo), sandbox)
+        grounded_view = Shadow(repo, sandbox, pin_times=False) if grounder else None
+        if grounder and grounder.mode == "retrieved":
+            grounded_view = Shadow(stack.enter_context(repo_copy(task_dir, prefix="tw-start-")), sandbox)
+        blocks: dict[int, str] = {}
+        seen: dict[str, str] = {}
         turns: list[Turn] = []
         while episode.outcome == "running":
             start = time.monotonic()
@@ -152,6 +168,12 @@ def closed_loop_episode(
             if command is None:  # the format warning is the next message, in the simulator's history too
                 turns.append(Turn(reply, episode.messages[-1]["content"]))
                 continue
+            g = TurnGrounding(route=route(command)) if grounder else None
+            if (g and g.route == "generated") or (grounder and grounder.mode != "hybrid"):
+                g = TurnGrounding(route="generated")
+                g.block, g.block_tokens, g.cut = grounder.block(command, grounded_view, seen)
+                if g.block is not None:
+                    blocks[len(turns)] = g.block
             start = time.monotonic()
             real = shadow.run(command).output
             real_s = time.monotonic() - start
@@ -159,9 +181,18 @@ def closed_loop_episode(
                 "loop", None, TASK_SYSTEM_PROMPT, episode.task, (*turns, Turn(reply, OBSERVATION_PREFIX)), "loop"
             )
             start = time.monotonic()
-            [sim] = simulator.simulate([(traj, len(turns))])
+            if g is None:
+                [sim] = simulator.simulate([(traj, len(turns))])
+            elif g.route == "exact":
+                sim = Simulated(text=real, tokens=0, capped=False, prompt_tokens=0)
+            else:
+                [sim] = simulator.simulate([(traj, len(turns))], [blocks])
             sim_s = time.monotonic() - start
-            out.turns.append(LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s))
+            turn = LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s)
+            if grounder:
+                turn.route, turn.grounding_tokens = g.route, g.block_tokens
+                turn.observation_tokens = grounder.count(sim.text)
+            out.turns.append(turn)
             episode.observe(sim.text)
             turns.append(Turn(reply, OBSERVATION_PREFIX + sim.text))
         out.outcome = episode.outcome
@@ -204,6 +235,7 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
         "reward_against_simulator": sim_reward,
         "reward_against_sandbox": real_reward,
         "sim_to_real_gap": None if sim_reward is None or real_reward is None else real_reward - sim_reward,
+        **route_shares(turns),
         "seconds_per_simulated_turn": mean(t.sim_seconds for t in turns) if turns else None,
         "tokens_per_simulated_turn": mean(t.sim_tokens for t in turns) if turns else None,
         "seconds_per_sandbox_turn": mean(real_seconds) if real_seconds else None,
@@ -211,6 +243,20 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
         if episodes
         else None,
         "sandbox_seconds_per_episode": (sum(real_seconds) / len(real_rewards)) if real_rewards else None,
+    }
+
+
+def route_shares(turns: list[LoopTurn]) -> dict[str, Any]:
+    """Hybrid grounding: the turns and the share of observation tokens each route served (empty
+    when no turn counted its tokens, i.e. without grounding)."""
+    total = sum(t.observation_tokens for t in turns)
+    if not total:
+        return {}
+    exact = [t for t in turns if t.route == "exact"]
+    return {
+        "exact_turns": len(exact),
+        "exact_token_share": sum(t.observation_tokens for t in exact) / total,
+        "generated_token_share": 1 - sum(t.observation_tokens for t in exact) / total,
     }
 
 
@@ -237,6 +283,10 @@ def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
                     t["sim_seconds"],
                     t["sim_tokens"],
                     t["real_seconds"],
+                    route=t.get("route", "generated"),
+                    # Harbor's environment has no tokenizer: its share counts a token per 4 characters.
+                    observation_tokens=len(t["simulated"]) // 4 + 1 if "route" in t else 0,
+                    grounding_tokens=t.get("grounding_tokens", 0),
                 )
             )
         episodes.append(

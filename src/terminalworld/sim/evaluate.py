@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import statistics
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +30,7 @@ from terminalworld.corpus.solver import plan
 from terminalworld.errors import InputError
 from terminalworld.eval.scoring import model_label, resumable_rows
 from terminalworld.options import option
-from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulator, VLLMGenerator, stop_ids
+from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
 from terminalworld.sim.closed_loop import (
     Agent,
     LoopEpisode,
@@ -42,14 +42,16 @@ from terminalworld.sim.closed_loop import (
     real_episode,
 )
 from terminalworld.sim.fidelity import DEGENERATE_MIN_CHARS, fidelity
+from terminalworld.sim.grounding import Grounder, GroundingOptions, blocks_of
 from terminalworld.tasks.make import task_order
 
 BUCKETS = ((200, "<=200"), (2000, "201-2000"), (None, ">2000"))  # real output length in characters
 
 
 @dataclass(frozen=True)
-class SimEvalConfig:
-    """One free-running evaluation: a model, the rows, decoding, and where the rows go."""
+class SimEvalConfig(GroundingOptions):
+    """One free-running evaluation: a model, the rows, decoding, the grounding mode, and where the
+    rows go."""
 
     model_path: str = option(flag="--model", aliases=["--model-path"], help="HF folder, GGUF file, or smollm2")
     out: str = option(path="output-file", companions=[".partial"], help="rows file; rerunning resumes it")
@@ -87,16 +89,29 @@ def _compare(generated: str, capped: bool, target: str, n_cap: int) -> dict[str,
     return fidelity(text, target)
 
 
+def _observations(sim: Simulator, traj, turns: list[int], grounder: Grounder | None) -> tuple[list[Simulated], dict]:
+    """Each turn's observation: generated (with its grounding block), or, in hybrid mode, served
+    exactly by the shadow when the router says so; and the turns' grounding."""
+    grounded = grounder.trajectory(traj, turns) if grounder else {}
+    generate = [t for t in turns if t not in grounded or grounded[t].served is None]
+    blocks = blocks_of(grounded)
+    made = dict(zip(generate, sim.simulate([(traj, t) for t in generate], [blocks] * len(generate)), strict=True))
+    for t in turns:
+        if t not in made:
+            made[t] = Simulated(text=grounded[t].served, tokens=0, capped=False, prompt_tokens=0)
+    return [made[t] for t in turns], grounded
+
+
 def evaluate_rows(
-    cfg: SimEvalConfig, sim: Simulator, rows: list[dict[str, Any]], done: dict
+    cfg: SimEvalConfig, sim: Simulator, rows: list[dict[str, Any]], done: dict, grounder: Grounder | None = None
 ) -> Iterator[dict[str, Any]]:
     """Generate and compare every pending row (yielding each as it finishes)."""
     from tqdm import tqdm
 
     for row in tqdm([r for r in rows if r["instance_id"] not in done], desc="sim-eval", unit="row"):
         traj = heldout_trajectory(row)
-        turns = range(len(traj.turns)) if cfg.all_depths else [len(traj.turns) - 1]
-        sims = sim.simulate([(traj, t) for t in turns])
+        turns = list(range(len(traj.turns))) if cfg.all_depths else [len(traj.turns) - 1]
+        sims, grounded = _observations(sim, traj, turns, grounder)
         parts = []
         for t, s in zip(turns, sims, strict=True):
             target = traj.turns[t].observation.removeprefix(OBSERVATION_PREFIX)
@@ -106,6 +121,8 @@ def evaluate_rows(
         out = {
             "instance_id": row["instance_id"],
             "repo": row.get("repo"),
+            "grounding": cfg.grounding,
+            **(grounded[turns[-1]].record() if grounder else {}),
             "family": family,
             "target_chars": len(target),
             "bucket": bucket(len(target)),
@@ -152,12 +169,19 @@ def summarize(rows: list[dict[str, Any]], cfg: SimEvalConfig, model_name: str) -
         "model_name": model_name,
         "model_path": cfg.model_path,
         "mode": cfg.mode,
+        "grounding": cfg.grounding,
         "tier": 2 if cfg.probes else 1,
         "decoding": {"temperature": cfg.temperature, "seed": cfg.seed, "max_new_tokens": cfg.max_new_tokens},
         **_rates(rows),
         "by_family": {f: _rates([r for r in rows if r["family"] == f]) for f in sorted({r["family"] for r in rows})},
         "by_bucket": {b: _rates([r for r in rows if r["bucket"] == b]) for _, b in BUCKETS},
     }
+    if cfg.grounding == "hybrid":
+        exact = [r for r in rows if r.get("route") == "exact"]
+        summary["served_rows"] = len(exact)
+        summary["served_share_chars"] = (
+            sum(r["target_chars"] for r in exact) / total if (total := sum(r["target_chars"] for r in rows)) else None
+        )
     if cfg.all_depths:
         depths = sorted({d["depth"] for r in rows for d in r["depths"]})
         summary["by_depth"] = {
@@ -180,7 +204,11 @@ def simulator(cfg: SimEvalConfig) -> Simulator:
     else:
         pad = renderer.tokenizer.pad_token_id if renderer.tokenizer.pad_token_id is not None else stop[0]
         model = load_hf_model(path, cfg.dtype)
-        generator = HFGenerator(model, stop=stop, pad=pad, batch_size=cfg.batch_size, device=cfg.device)
+        # Tier 3's turns extend one session, so each reuses the session's KV cache; tiers 1 and 2
+        # score independent rows, batched, each from scratch.
+        generator = HFGenerator(
+            model, stop=stop, pad=pad, batch_size=cfg.batch_size, device=cfg.device, reuse_cache=cfg.tasks is not None
+        )
     return Simulator(renderer, generator, cfg.max_new_tokens, cfg.temperature, cfg.seed)
 
 
@@ -221,17 +249,25 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
         else None
     )
     tasks = task_order(cfg.tasks)
+    grounder = None
+    if cfg.grounding != "none":
+        grounder = Grounder(replace(cfg, grounding_tasks=cfg.grounding_tasks or cfg.tasks), sim.renderer.tokenizer)
 
     def produce(done: dict) -> Iterator[dict[str, Any]]:
         for task in tqdm([t for t in tasks if t.name not in done], desc="closed loop", unit="task"):
             loop = closed_loop_episode(
-                agent=_agent(cfg, task, harness, model), simulator=sim, task_dir=task, harness=harness
+                agent=_agent(cfg, task, harness, model),
+                simulator=sim,
+                task_dir=task,
+                harness=harness,
+                grounder=grounder,
             )
             reward, outcome, seconds = real_episode(
                 agent=_agent(cfg, task, harness, model), task_dir=task, harness=harness
             )
             yield {
                 "instance_id": task.name,
+                "grounding": cfg.grounding,
                 **loop.row(),
                 "real": {"reward": reward, "outcome": outcome, "seconds": seconds},
             }
@@ -246,6 +282,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             "model_name": name,
             "model_path": cfg.model_path,
             "tier": 3,
+            "grounding": cfg.grounding,
             "agent": cfg.agent,
             **stats,
         }
@@ -266,9 +303,10 @@ def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
     if len({r["instance_id"] for r in rows}) != len(rows):
         raise InputError(f"{path}: instance ids are not unique, so rows cannot be resumed by id")
     name = model_label(cfg.model_name, cfg.model_path)
+    grounder = Grounder(cfg, sim.renderer.tokenizer) if cfg.grounding != "none" else None
     return resumable_rows(
         cfg.out,
         [r["instance_id"] for r in rows],
-        lambda done: evaluate_rows(cfg, sim, rows, done),
+        lambda done: evaluate_rows(cfg, sim, rows, done, grounder),
         lambda results: summarize(results, cfg, name),
     )

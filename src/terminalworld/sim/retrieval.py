@@ -1,0 +1,442 @@
+"""The grounding block: the repository content a command is about, read from a repository state
+under a token budget.
+
+What a command is about (`items`), per simple command (`routing.simple_commands`), relative paths
+followed through `cd` within the line, a leading `/testbed/` (the task image's workdir) dropped:
+
+- the files and folders its arguments name: a file whole, or the line range a `sed -n 'A,Bp'`,
+  `head -n K` or `tail -n K` reads (also when that filter follows in the pipe); a folder as its
+  sorted entries with file sizes; a path that does not exist as such;
+- the files its search patterns would reach: for `grep` (`-r` included, `--include`/`--exclude`
+  honoured, BRE, `-E`, `-F`, `-i`, `-w`), each file with a match and its matching lines with their
+  numbers; for `find PATH -name GLOB`, the paths under PATH whose name matches (every file without
+  a `-name`);
+- for `python`, the script it runs, and the files of the module of `-m` and of the modules a `-c`
+  program imports, where the repository has them.
+
+A command about nothing of the repository gets no block at all.
+
+- for `git status` and `git diff`, the files changed since the episode began and, for `git diff`,
+  their changed lines as a unified diff, computed on the host by comparing the two states.
+
+Git's own database is never read and git never runs on the host (a repository's `.git/config` can
+make git run programs, and a command could have written it): other git commands get no block.
+
+Budget rule, stated once: blocks go in that order (named paths in command order, then reached
+files in path order); each block that fits the remaining budget goes in whole; the first that
+does not is cut after its last whole line that fits and ends with `[... N more lines not shown]`;
+every later block is named in one last line, `[not shown: PATH, ...]`. Tokens are counted with
+the simulator's own tokenizer. In a session, a block whose content is unchanged since an earlier
+turn showed it is replaced by one line saying so (the grounding delta).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from terminalworld.sim.routing import program, simple_commands
+from terminalworld.sim.state import ShadowReader
+
+HEADER = "Repository content for the next command (not part of its output):"
+WORKDIRS = ("/testbed/",)
+MAX_REACHED = 50  # files a search may reach before the rest are left out
+_TAKES_VALUE = {
+    "head": {"-n", "-c"},
+    "tail": {"-n", "-c"},
+    "sed": {"-e", "-f", "-l"},
+    "awk": {"-f", "-v", "-F"},
+    "gawk": {"-f", "-v", "-F"},
+    "sort": {"-k", "-t", "-o"},
+    "cut": {"-d", "-f", "-c", "-b"},
+    "nl": {"-b", "-w", "-s", "-v", "-i"},
+    "diff": {"-U", "-C"},
+}
+_RANGE_SED = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing a command is about."""
+
+    kind: str  # file, tree, matches, changes, or optional (a file shown only when it exists)
+    path: str
+    lines: tuple[int, int | None] | None = None  # 1-based inclusive range of a file, None: whole
+    pattern: re.Pattern | None = None  # matches: the search; tree: the name glob as a regex
+    include: tuple[str, ...] = ()  # matches: grep's --include globs
+    exclude: tuple[str, ...] = ()
+    diff: bool = False  # changes: the changed lines too, not only the changed paths
+
+
+def _norm(path: str, cwd: str) -> str | None:
+    for w in WORKDIRS:
+        if path.startswith(w) or path == w.rstrip("/"):
+            path = path[len(w) :] or "."
+            break
+    else:
+        if path.startswith("/"):
+            return None
+        path = posixpath.join(cwd, path)
+    path = posixpath.normpath(path)
+    return None if path.startswith("..") else path
+
+
+def _bre(pattern: str) -> str:
+    """A POSIX basic regular expression in Python's syntax."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            n = pattern[i + 1]
+            out.append(n if n in "|(){}+?" else "\\" + n)
+            i += 2
+            continue
+        out.append("\\" + c if c in "|(){}+?" else c)
+        i += 1
+    return "".join(out)
+
+
+def grep_pattern(args: list[str]) -> tuple[re.Pattern | None, list[str], dict[str, list[str]], bool]:
+    """(pattern, path arguments, include/exclude globs, recursive) of a grep command."""
+    flags, patterns, rest, globs, i = set(), [], [], {"include": [], "exclude": []}, 0
+    with_value = {"-e", "-f", "-A", "-B", "-C", "-m", "--max-count", "--context"}
+    while i < len(args):
+        a = args[i]
+        if a in ("-e", "--regexp"):
+            patterns.append(args[i + 1] if i + 1 < len(args) else "")
+            i += 2
+            continue
+        if a.startswith("--include=") or a.startswith("--exclude="):
+            key, _, value = a[2:].partition("=")
+            globs[key].append(value)
+        elif a in with_value:
+            i += 1
+        elif a.startswith("--"):
+            flags.add(a)
+        elif a.startswith("-") and len(a) > 1:
+            flags.update(a[1:])
+        else:
+            rest.append(a)
+        i += 1
+    if not patterns and rest:
+        patterns.append(rest.pop(0))
+    if not patterns:
+        return None, rest, globs, False
+    fixed = "F" in flags or "--fixed-strings" in flags
+    ere = "E" in flags or "--extended-regexp" in flags
+    sources = [re.escape(p) if fixed else p if ere else _bre(p) for p in patterns]
+    if "w" in flags:
+        sources = [rf"\b(?:{s})\b" for s in sources]
+    try:
+        regex = re.compile("|".join(sources), re.IGNORECASE if "i" in flags else 0)
+    except re.error:
+        regex = re.compile("|".join(map(re.escape, patterns)))
+    recursive = bool({"r", "R", "--recursive"} & flags)
+    return regex, rest, globs, recursive
+
+
+def _range(name: str, args: list[str]) -> tuple[int, int | None] | None:
+    """The line range `sed -n 'A,Bp'`, `head -n K` or `tail -n K` (negative start: from the end) reads."""
+    if name == "sed" and "-n" in args:
+        for a in args:
+            if m := _RANGE_SED.match(a):
+                b = m.group(2)
+                return int(m.group(1)), None if b == "$" else int(b or m.group(1))
+    if name in ("head", "tail"):
+        k = 10
+        for i, a in enumerate(args):
+            if a == "-n" and i + 1 < len(args) and args[i + 1].lstrip("+-").isdigit():
+                k = int(args[i + 1].lstrip("+-"))
+            elif re.fullmatch(r"-n?\d+", a):
+                k = int(a.lstrip("-n"))
+        return (1, k) if name == "head" else (-k, None)
+    return None
+
+
+def _options_and_paths(name: str, args: list[str]) -> list[str]:
+    """The arguments of a read or navigation program that may be paths."""
+    out, skip = [], False
+    takes_value = _TAKES_VALUE.get(name, set())
+    script_first = name in ("sed", "awk", "gawk") and not any(a in ("-e", "-f") for a in args)
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in takes_value:
+            skip = True
+            continue
+        if a.startswith("-"):
+            continue
+        if script_first:
+            script_first = False
+            continue
+        out.append(a)
+    return out
+
+
+def _python_paths(args: list[str]) -> list[str]:
+    """The script, `-m` module or `-c` imports a python command touches, as candidate paths."""
+    for i, a in enumerate(args):
+        if a == "-m" and i + 1 < len(args):
+            mod = args[i + 1].replace(".", "/")
+            return [mod + ".py", mod + "/__init__.py", *[x for x in args[i + 2 :] if x.endswith(".py")]]
+        if a == "-c" and i + 1 < len(args):
+            mods = re.findall(r"(?:^|[;\n]\s*)(?:import|from)\s+([A-Za-z_][\w.]*)", args[i + 1])
+            return [p for m in mods for p in (m.replace(".", "/") + ".py", m.replace(".", "/") + "/__init__.py")]
+        if not a.startswith("-"):
+            return [a]
+    return []
+
+
+def items(command: str) -> list[Item]:
+    """What `command` is about, in the order the budget rule takes it (see the module's rule)."""
+    named: list[Item] = []
+    reached: list[Item] = []
+    cwd = "."
+    for words in simple_commands(command):
+        name, args = program(words)
+        if name == "cd":
+            target = _norm(args[0], cwd) if args else "."
+            cwd = target or cwd
+            continue
+        rng = _range(name, args)
+        if name == "grep" or name in ("egrep", "fgrep", "rg"):
+            regex, paths, globs, recursive = grep_pattern(args)
+            if regex is None:
+                continue
+            roots = paths or (["."] if recursive or name == "rg" else [])
+            include, exclude = tuple(globs["include"]), tuple(globs["exclude"])
+            for p in roots:
+                if (q := _norm(p, cwd)) is not None:
+                    reached.append(Item("matches", q, pattern=regex, include=include, exclude=exclude))
+            continue
+        if name == "find":
+            paths = []
+            for a in args:
+                if a.startswith(("-", "(", "!")):
+                    break
+                paths.append(a)
+            glob = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-name", "-iname")), None)
+            regex = re.compile(fnmatch.translate(glob)) if glob else None
+            for p in paths or ["."]:
+                if (q := _norm(p, cwd)) is not None:
+                    named.append(Item("tree", q, pattern=regex))
+            continue
+        if name in ("python", "python3"):
+            candidates = _python_paths(args)
+            script = bool(candidates) and "-m" not in args and "-c" not in args
+            kind = "file" if script else "optional"
+            named += [Item(kind, q) for p in candidates if (q := _norm(p, cwd)) is not None]
+            continue
+        if name in ("git:status", "git:diff"):
+            paths = [q for a in args[1:] if not a.startswith("-") and (q := _norm(a, cwd)) is not None]
+            named.append(Item("changes", ",".join(paths) or ".", diff=name == "git:diff"))
+            continue
+        if name.startswith("git:") or name in ("echo", "printf", "mkdir", "touch", "true", "false"):
+            continue
+        paths = [q for p in _options_and_paths(name, args) if (q := _norm(p, cwd)) is not None]
+        if not paths and name == "ls":
+            paths = [cwd]
+        if not paths and rng and named and named[-1].kind == "file" and named[-1].lines is None:
+            named[-1] = Item("file", named[-1].path, rng)  # `nl -ba F | sed -n 'A,Bp'`
+            continue
+        named += [Item("file", p, rng) for p in paths]
+    return _unique(named + reached)
+
+
+def _unique(found: list[Item]) -> list[Item]:
+    seen, out = set(), []
+    for it in found:
+        key = (it.kind, it.path, it.lines)
+        if key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _file_block(reader: ShadowReader, item: Item) -> list[str]:
+    kind = reader.kind(item.path)
+    if kind is None:
+        return [f"==> {item.path} <==", "(no such file or directory)"]
+    if kind == "dir":
+        return _folder_block(reader, item.path)
+    data = reader.read(item.path)
+    if data is None:
+        return [f"==> {item.path} <==", "(not a regular file)"]
+    lines = _text(data).splitlines()
+    size = f"{len(lines)} lines, {len(data)} bytes"
+    if item.lines is None:
+        return [f"==> {item.path} ({size}) <==", *lines]
+    a, b = item.lines
+    if a < 0:
+        a = max(1, len(lines) + a + 1)
+    b = len(lines) if b is None else min(b, len(lines))
+    return [f"==> {item.path} (lines {a}-{b} of {size}) <==", *lines[a - 1 : b]]
+
+
+def _folder_block(reader: ShadowReader, path: str) -> list[str]:
+    entries = []
+    for name, kind in reader.listdir(path):
+        rel = name if path == "." else f"{path}/{name}"
+        if kind == "dir":
+            entries.append(name + "/")
+        elif kind == "file":
+            entries.append(f"{name} ({len(reader.read(rel) or b'')} bytes)")
+        else:
+            entries.append(name + " (link or special file)")
+    return [f"==> {path}/ (folder, {len(entries)} entries) <==", *entries]
+
+
+def _tree_block(reader: ShadowReader, item: Item) -> list[str]:
+    if reader.kind(item.path) != "dir":
+        return _file_block(reader, Item("file", item.path))
+    files = reader.walk(item.path)
+    if item.pattern is not None:
+        files = [f for f in files if item.pattern.match(posixpath.basename(f))]
+    what = "files whose name matches" if item.pattern is not None else "every file"
+    return [f"==> {item.path}/ ({what}, {len(files)}) <==", *files]
+
+
+def _match_blocks(reader: ShadowReader, item: Item) -> list[list[str]]:
+    kind = reader.kind(item.path)
+    if kind is None:
+        return [[f"==> {item.path} <==", "(no such file or directory)"]]
+    files = [item.path] if kind == "file" else reader.walk(item.path)
+    include, exclude = item.include, item.exclude
+    blocks = []
+    for f in files:
+        base = posixpath.basename(f)
+        if (include and not any(fnmatch.fnmatch(base, g) for g in include)) or any(
+            fnmatch.fnmatch(base, g) for g in exclude
+        ):
+            continue
+        data = reader.read(f)
+        if data is None or b"\0" in data[:8192]:
+            continue
+        hits = [f"{n}:{line}" for n, line in enumerate(_text(data).splitlines(), 1) if item.pattern.search(line)]
+        if hits:
+            blocks.append([f"==> {f} (matching lines) <==", *hits])
+        if len(blocks) >= MAX_REACHED:
+            break
+    return blocks
+
+
+def _changes_block(reader: ShadowReader, item: Item, baseline: dict[str, bytes]) -> list[str]:
+    """The files changed since the episode began (under the item's paths), and with `diff` their
+    changed lines as a unified diff: computed on the host from the two states, never by git."""
+    import difflib
+
+    roots = item.path.split(",")
+    under = [r for r in roots if r != "."]
+    now = {f: reader.read(f) or b"" for f in reader.walk(".")}
+
+    def inside(f: str) -> bool:
+        return not under or any(f == r or f.startswith(r.rstrip("/") + "/") for r in under)
+
+    changed = sorted(f for f in set(now) | set(baseline) if inside(f) and now.get(f) != baseline.get(f))
+    if not changed:
+        return ["==> changes since the last commit <==", "(none)"]
+    lines = ["==> changes since the last commit <=="]
+    for f in changed:
+        state = "new file" if f not in baseline else "deleted" if f not in now else "modified"
+        lines.append(f"{state}: {f}")
+    if item.diff:
+        for f in changed:
+            a = _text(baseline.get(f, b"")).splitlines()
+            b = _text(now.get(f, b"")).splitlines()
+            lines += difflib.unified_diff(a, b, f"a/{f}", f"b/{f}", lineterm="")
+    return lines
+
+
+def baseline_of(reader: ShadowReader) -> dict[str, bytes]:
+    """Every file of a state (`.git` left out), for the changes a later state has."""
+    return {f: reader.read(f) or b"" for f in reader.walk(".")}
+
+
+def blocks(reader: ShadowReader, found: list[Item], baseline: dict[str, bytes] | None = None) -> list[list[str]]:
+    """Each item's block of lines (its header first), in order; `changes` items need the state the
+    episode began with (`baseline`) and are left out without it."""
+    out: list[list[str]] = []
+    for it in found:
+        if it.kind == "changes":
+            if baseline is not None:
+                out.append(_changes_block(reader, it, baseline))
+        elif it.kind == "matches":
+            out += _match_blocks(reader, it)
+        elif it.kind == "tree":
+            out.append(_tree_block(reader, it))
+        elif it.kind == "optional":
+            if reader.kind(it.path) == "file":
+                out.append(_file_block(reader, it))
+        else:
+            out.append(_file_block(reader, it))
+    return out
+
+
+@dataclass
+class Budgeted:
+    """A grounding block and how the budget shaped it."""
+
+    text: str
+    tokens: int
+    blocks: int
+    cut: bool
+    left_out: list[str] = field(default_factory=list)
+
+
+def fit(parts: list[list[str]], *, budget: int, count: Callable[[str], int]) -> Budgeted:
+    """The module's budget rule over `parts` (each a header line and its lines)."""
+    kept = [HEADER]
+    used = count(HEADER + "\n")
+    cut, left, shown = False, [], 0
+    for part in parts:
+        if cut:
+            left.append(part[0].removeprefix("==> ").split(" ")[0])
+            continue
+        text = "\n".join(part) + "\n"
+        need = count(text)
+        if used + need <= budget:
+            kept.append(text.rstrip("\n"))
+            used += need
+            shown += 1
+            continue
+        lo, hi = 0, len(part)  # the most lines (header included) that fit, by bisection
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if used + count("\n".join(part[:mid]) + "\n[... 00000 more lines not shown]\n") <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            kept.append("\n".join(part[:lo]) + f"\n[... {len(part) - lo} more lines not shown]")
+            shown += 1
+        else:
+            left.append(part[0].removeprefix("==> ").split(" ")[0])
+        cut = True
+    if left:
+        kept.append(f"[not shown: {', '.join(left)}]")
+    text = "\n".join(kept)
+    return Budgeted(text, count(text), shown, cut, left)
+
+
+def delta(parts: list[list[str]], seen: dict[str, str]) -> list[list[str]]:
+    """`parts` with each block already shown unchanged in this session replaced by one line; `seen`
+    (header's path → content digest) is updated."""
+    out = []
+    for part in parts:
+        key = part[0]
+        digest = hashlib.sha256("\n".join(part).encode()).hexdigest()
+        if seen.get(key) == digest:
+            out.append([key.removesuffix(" <==") + " <== unchanged, shown above"])
+        else:
+            seen[key] = digest
+            out.append(part)
+    return out
