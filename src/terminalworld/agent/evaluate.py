@@ -189,14 +189,6 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
             f.write(dumps_row(row))
-    if cfg.environment == "simulated":
-        from terminalworld.sim.closed_loop import harbor_loop, loop_summary
-
-        episodes = harbor_loop(job)
-        with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
-            for e in episodes:
-                f.write(dumps_row(e.row()))
-        summary["closed_loop"] = loop_summary(episodes, [], [])
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

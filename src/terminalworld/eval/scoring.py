@@ -22,10 +22,8 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,8 +31,8 @@ import numpy as np
 
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
-from terminalworld.core.records import atomic_jsonl, dumps_row
 from terminalworld.core.render import Rendered, Renderer, build_renderer
+from terminalworld.core.resumable import model_label, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
@@ -177,22 +175,6 @@ class ScoreConfig:
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
 
-def done_rows(path: str) -> dict[str, dict[str, Any]]:
-    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
-    done: dict[str, dict[str, Any]] = {}
-    for p in (path, path + ".partial"):
-        if os.path.exists(p):
-            with open(p, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut by an interrupted write is scored again
-                    if not row.get("_summary"):
-                        done[row["instance_id"]] = row
-    return done
-
-
 def score_rows(
     cfg: ScoreConfig, scorer, renderer: Renderer, rows: list[dict[str, Any]], done: dict[str, dict[str, Any]]
 ) -> Iterator[dict[str, Any]]:
@@ -278,8 +260,6 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     returns the summary row."""
 
     rows = read_heldout(cfg.heldout)
-    if len({r["instance_id"] for r in rows}) != len(rows):
-        raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
@@ -294,36 +274,5 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
         [r["instance_id"] for r in rows],
         lambda done: score_rows(cfg, scorer, renderer, rows, done),
         lambda results: summarize(results, cfg, name),
+        source=cfg.heldout,
     )
-
-
-def model_label(model_name: str | None, model_path: str) -> str:
-    """The name a summary gives a model: the one asked for, else its folder's (or file's) name."""
-    return model_name or os.path.basename(model_path.rstrip("/"))
-
-
-def resumable_rows(
-    out: str,
-    ids: list[str],
-    produce: Callable[[dict[str, dict[str, Any]]], Iterator[dict[str, Any]]],
-    summary: Callable[[list[dict[str, Any]]], dict[str, Any]],
-) -> dict[str, Any]:
-    """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
-    appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
-    and the `summary` of them last. Returns the summary."""
-    done = done_rows(out)
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out + ".partial", "a", encoding="utf-8") as partial:
-        for row in produce(done):
-            partial.write(dumps_row(row))
-            partial.flush()
-            os.fsync(partial.fileno())
-            done[row["instance_id"]] = row
-    results = [done[i] for i in ids]
-    result = summary(results)
-    with atomic_jsonl(out) as f:
-        for row in results:
-            f.write(dumps_row(row))
-        f.write(dumps_row(result))
-    os.unlink(out + ".partial")
-    return result

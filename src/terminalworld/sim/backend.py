@@ -23,6 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
+from terminalworld.core.decoding import hf_sample
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory
 
@@ -63,19 +64,16 @@ class HFGenerator:
             width = max(len(p) for p in batch)
             ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in batch], device=self.device)
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch], device=self.device)
-            torch.manual_seed(seed + k)
-            with torch.no_grad():
-                new = self.model.generate(
-                    ids,
-                    attention_mask=mask,
-                    max_new_tokens=max_new_tokens,
-                    do_sample=temperature > 0,
-                    temperature=temperature if temperature > 0 else None,
-                    top_k=0 if temperature > 0 else None,
-                    top_p=1.0 if temperature > 0 else None,
-                    eos_token_id=self.stop,
-                    pad_token_id=self.pad,
-                )[:, width:]
+            new = hf_sample(
+                self.model,
+                ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                seed=seed + k,
+                pad=self.pad,
+                stop=self.stop,
+            )
             out += [_until_stop(row.tolist(), self.stop) for row in new]
         return out
 

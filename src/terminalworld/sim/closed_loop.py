@@ -11,13 +11,12 @@ submitted (after what the simulator showed it), and the verifier says whether th
 
 The sim-to-real gap compares that reward with the reward of the same agent, with the same seeds,
 acting against the real sandbox alone (`real_episode`). The same loop runs inside Harbor with
-`agent-eval --environment simulated` (`agent.harbor_env.SimulatedEnvironment`), read by `harbor_loop`. The agent is anything with `reply(messages)`:
+`agent-eval --environment simulated` (`sim.harbor_loop`). The agent is anything with `reply(messages)`:
 a model served in process (`ModelAgent`) or a script (`ScriptedAgent`, e.g. the solver's plan).
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from terminalworld.agent.driver import Shell, run_episode
 from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
@@ -128,6 +128,45 @@ class LoopEpisode:
         }
 
 
+def _policy(agent: Agent):
+    """The agent as the driver's policy: an empty reply means it has nothing more to say."""
+    return lambda episode: agent.reply(episode.messages) or None
+
+
+@dataclass
+class ShadowedSimulator:
+    """The closed loop's environment: the simulator answers each command from the session so far
+    (in the agent framing), and the real shadow sandbox runs it too."""
+
+    simulator: Simulator
+    shadow: Sandbox
+    episode: Episode
+    turns: list[LoopTurn] = field(default_factory=list)
+
+    def answer(self, command: str) -> str:
+        """The simulated output of `command`, after running it in the shadow."""
+        start = time.monotonic()
+        real = self.shadow.run(command).output
+        real_s = time.monotonic() - start
+        # The session so far: every (reply, the harness's answer) pair, format warnings included,
+        # then the reply that asked for `command`, whose observation is to be simulated.
+        said = self.episode.messages[2:]
+        turns = [Turn(a["content"], u["content"]) for a, u in zip(said[:-1:2], said[1::2], strict=True)]
+        traj = Trajectory(
+            "loop",
+            None,
+            TASK_SYSTEM_PROMPT,
+            self.episode.task,
+            (*turns, Turn(said[-1]["content"], OBSERVATION_PREFIX)),
+            "loop",
+        )
+        start = time.monotonic()
+        [sim] = self.simulator.simulate([(traj, len(turns))])
+        sim_s = time.monotonic() - start
+        self.turns.append(LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s))
+        return sim.text
+
+
 def closed_loop_episode(
     *,
     agent: Agent,
@@ -138,53 +177,42 @@ def closed_loop_episode(
 ) -> LoopEpisode:
     """One episode of `agent` against `simulator` on the task at `task_dir`, with a real shadow."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
-    out = LoopEpisode(task=task_dir.name, outcome="running")
     with repo_copy(task_dir, prefix="tw-shadow-") as repo:
-        shadow = Sandbox(str(repo), sandbox)
-        turns: list[Turn] = []
-        while episode.outcome == "running":
-            start = time.monotonic()
-            reply = agent.reply(episode.messages)
-            out.agent_seconds += time.monotonic() - start
-            if not reply:
-                break
-            command = episode.act(reply)
-            if command is None:  # the format warning is the next message, in the simulator's history too
-                turns.append(Turn(reply, episode.messages[-1]["content"]))
-                continue
-            start = time.monotonic()
-            real = shadow.run(command).output
-            real_s = time.monotonic() - start
-            traj = Trajectory(
-                "loop", None, TASK_SYSTEM_PROMPT, episode.task, (*turns, Turn(reply, OBSERVATION_PREFIX)), "loop"
-            )
-            start = time.monotonic()
-            [sim] = simulator.simulate([(traj, len(turns))])
-            sim_s = time.monotonic() - start
-            out.turns.append(LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s))
-            episode.observe(sim.text)
-            turns.append(Turn(reply, OBSERVATION_PREFIX + sim.text))
-        out.outcome = episode.outcome
-        out.reward = verify(task_dir, repo, config=sandbox)
-    return out
+        environment = ShadowedSimulator(simulator, Sandbox(str(repo), sandbox), episode)
+        timings = run_episode(episode, policy=_policy(agent), environment=environment)
+        reward = verify(task_dir, repo, config=sandbox)
+    return LoopEpisode(
+        task=task_dir.name,
+        outcome=episode.outcome,
+        turns=environment.turns,
+        reward=reward,
+        agent_seconds=timings.generation_s,
+    )
 
 
 def real_episode(*, agent: Agent, task_dir: Path, harness: HarnessConfig, sandbox: SandboxConfig = SANDBOX):
     """The same agent against the real sandbox alone: (reward, outcome, seconds per command)."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
-    seconds = []
     with repo_copy(task_dir, prefix="tw-real-") as repo:
-        box = Sandbox(str(repo), sandbox)
-        while episode.outcome == "running":
-            reply = agent.reply(episode.messages)
-            if not reply:
-                break
-            command = episode.act(reply)
-            if command is not None:
-                start = time.monotonic()
-                episode.observe(box.run(command).output)
-                seconds.append(time.monotonic() - start)
-        return verify(task_dir, repo, config=sandbox), episode.outcome, seconds
+        shell = TimedShell(Shell(Sandbox(str(repo), sandbox)))
+        run_episode(episode, policy=_policy(agent), environment=shell)
+        return verify(task_dir, repo, config=sandbox), episode.outcome, shell.seconds
+
+
+@dataclass
+class TimedShell:
+    """A shell that keeps each command's seconds (the sandbox side of the cost per turn)."""
+
+    shell: Shell
+    seconds: list[float] = field(default_factory=list)
+
+    def run(self, command: str) -> str:
+        """The command's output."""
+        start = time.monotonic()
+        try:
+            return self.shell.run(command)
+        finally:
+            self.seconds.append(time.monotonic() - start)
 
 
 def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_seconds: list[float]) -> dict[str, Any]:
@@ -212,34 +240,3 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
         else None,
         "sandbox_seconds_per_episode": (sum(real_seconds) / len(real_rewards)) if real_rewards else None,
     }
-
-
-def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
-    """The closed-loop episodes of a Harbor job run in the simulated environment: each trial's
-    `agent/shadow.jsonl`, its outcome, and the reward Harbor's verifier gave its shadow repository."""
-    from terminalworld.agent.results import trial_row
-    from terminalworld.pipeline.artifacts import SHADOW_LOG
-
-    episodes = []
-    for log in sorted(job_dir.glob(f"*/agent/{SHADOW_LOG}")):
-        trial = log.parent.parent
-        row = trial_row(json.loads((trial / "result.json").read_text()))
-        meta = json.loads((trial / "agent" / "trajectory.json").read_text())["metadata"]
-        turns = []
-        for line in log.read_text().splitlines():
-            t = json.loads(line)
-            turns.append(
-                LoopTurn(
-                    t["command"],
-                    t["simulated"],
-                    t["real"],
-                    similarity(t["simulated"], t["real"]),
-                    t["sim_seconds"],
-                    t["sim_tokens"],
-                    t["real_seconds"],
-                )
-            )
-        episodes.append(
-            LoopEpisode(task=row["task"], outcome=meta["outcome"], turns=turns, reward=row["reward"] or 0.0)
-        )
-    return episodes

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
+from terminalworld.errors import InputError
 
 REPO_DIR = "environment/repo"
 CHECK_SCRIPT = Path(__file__).with_name("casecheck.py")
@@ -140,3 +141,12 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
         sandbox.run("bash /tests/test.sh")
         reward = Path(f"{tmp}/logs/verifier/reward.txt")
         return float(reward.read_text().strip() or 0) if reward.is_file() else 0.0
+
+
+def task_order(tasks: str) -> list[Path]:
+    """The suite's task folders in its manifest's order."""
+    manifest = json.loads(Path(tasks, "manifest.json").read_text())
+    folders = [Path(tasks, t["task_id"]) for t in manifest["tasks"]]
+    if not folders:
+        raise InputError(f"{tasks}: the task suite has no tasks")
+    return folders

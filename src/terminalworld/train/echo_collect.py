@@ -2,9 +2,10 @@
 in the sandbox, token in and token out, and the task's own tests give the reward.
 
 The episode is the harness's (`agent.harness.Episode`: THOUGHT and one bash block, `Observation: `
-answers, format warnings, the submission sentinel, the turn and context limits); the token sequence
-and ECHO's masks are `train.rollout.Rollout`'s, built from the ids the policy sampled. Sampling is
-pure temperature sampling (no top-k, no top-p), as SkyRL's vLLM samples, seeded per turn.
+answers, format warnings, the submission sentinel, the turn and context limits), driven by
+`agent.driver`; the token sequence and ECHO's masks are `train.rollout.Rollout`'s, built from the
+ids the policy sampled. Sampling is `core.decoding.hf_sample` (pure temperature sampling, as
+SkyRL's vLLM samples), seeded per turn.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminalworld.agent.driver import Shell, run_episode
 from terminalworld.agent.harness import Episode, HarnessConfig
+from terminalworld.core.decoding import hf_sample
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.render import Renderer
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
@@ -36,26 +39,6 @@ class Collected:
     sandbox_s: float  # the agent's commands and the verifier
 
 
-def sample(model, ids: list[int], *, max_new_tokens: int, temperature: float, seed: int, eos: int) -> list[int]:
-    """Token ids the policy samples after `ids` (greedy at temperature 0), ending at `eos` if it comes."""
-    import torch
-
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        out = model.generate(
-            torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            max_new_tokens=max_new_tokens,
-            do_sample=temperature > 0,
-            temperature=temperature if temperature > 0 else None,
-            top_k=0 if temperature > 0 else None,
-            top_p=1.0 if temperature > 0 else None,
-            eos_token_id=eos,
-            pad_token_id=eos,
-        )
-    return out[0, len(ids) :].tolist()
-
-
 def collect(
     *,
     model,
@@ -67,35 +50,35 @@ def collect(
     sandbox: SandboxConfig,
 ) -> Collected:
     """One episode of `model` on the task at `task_dir`, in a private copy of its repository."""
+    import torch
+
     eos = renderer.tokenizer.convert_tokens_to_ids(renderer.tokenizer.eos_token)
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
     rollout = Rollout(renderer)
     rollout.start(episode.system, episode.task)
-    seconds = {"generation": 0.0, "sandbox": 0.0}
+
+    def policy(episode: Episode) -> str | None:
+        if not episode.check_context(len(rollout.ids)):
+            return None
+        sampled = hf_sample(
+            model,
+            torch.tensor([rollout.ids]),
+            attention_mask=torch.ones(1, len(rollout.ids), dtype=torch.long),
+            max_new_tokens=harness.max_tokens_per_turn,
+            temperature=harness.temperature,
+            seed=seed * 1000 + episode.turns,
+            pad=eos,
+            stop=eos,
+        )
+        return rollout.act(sampled[0].tolist())
+
     with repo_copy(task_dir, prefix="tw-rollout-") as repo:
-        shell = Sandbox(str(repo), sandbox)
-        while episode.outcome == "running" and episode.check_context(len(rollout.ids)):
-            start = time.monotonic()
-            sampled = sample(
-                model,
-                rollout.ids,
-                max_new_tokens=harness.max_tokens_per_turn,
-                temperature=harness.temperature,
-                seed=seed * 1000 + episode.turns,
-                eos=eos,
-            )
-            seconds["generation"] += time.monotonic() - start
-            command = episode.act(rollout.act(sampled))
-            if command is not None:
-                start = time.monotonic()
-                episode.observe(shell.run(command).output)
-                seconds["sandbox"] += time.monotonic() - start
-            # The last observation joins the sequence even at the turn limit: it is real terminal output.
-            if episode.messages[-1]["role"] == "user" and len(episode.messages) % 2 == 0:
-                rollout.observe(episode.messages[-1]["content"])
+        timings = run_episode(
+            episode, policy=policy, environment=Shell(Sandbox(str(repo), sandbox)), on_message=rollout.observe
+        )
         start = time.monotonic()
         reward = verify(task_dir, repo, config=sandbox)
-        seconds["sandbox"] += time.monotonic() - start
+        verifier_s = time.monotonic() - start
     return Collected(
         task=task_dir.name,
         group=group,
@@ -104,6 +87,6 @@ def collect(
         turns=episode.turns,
         format_errors=episode.format_errors,
         outcome=episode.outcome,
-        generation_s=seconds["generation"],
-        sandbox_s=seconds["sandbox"],
+        generation_s=timings.generation_s,
+        sandbox_s=timings.command_s + verifier_s,
     )

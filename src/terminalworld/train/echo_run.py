@@ -33,7 +33,7 @@ from terminalworld.core.views import agent_messages
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import ECHO_ARM
-from terminalworld.tasks.make import task_order
+from terminalworld.tasks.layout import task_order
 from terminalworld.train.echo_collect import collect
 from terminalworld.train.echo_loss import EchoLossConfig, grpo_advantages
 from terminalworld.train.echo_step import env_cross_entropy, update

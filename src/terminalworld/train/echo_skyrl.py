@@ -183,7 +183,7 @@ def train_rows(tasks: str) -> list[dict[str, Any]]:
     from pathlib import Path
 
     from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
-    from terminalworld.tasks.make import task_order
+    from terminalworld.tasks.layout import task_order
 
     return [
         {

@@ -26,6 +26,7 @@ from skyrl.train.trainer import RayPPOTrainer
 from skyrl.train.utils import validate_cfg
 from skyrl.train.utils.utils import initialize_ray
 
+from terminalworld.agent.driver import Shell, drive
 from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.render import Renderer
@@ -48,6 +49,7 @@ class EchoAlgorithmConfig(AlgorithmConfig):
 
     world_model_coeff: float = 0.0
     world_model_only: bool = False
+    command_timeout_s: float = 10.0  # the sandbox's wall limit per command, as in the miniature
 
 
 @dataclass
@@ -157,8 +159,9 @@ class EchoGenerator(GeneratorInterface):
     """The project's harness as a SkyRL generator: one episode per prompt, every command in the
     sandbox, the task's tests as reward, the ids exactly as the engine sampled them."""
 
-    def __init__(self, *, generator_cfg, tokenizer, inference_engine_client):
+    def __init__(self, *, generator_cfg, tokenizer, inference_engine_client, sandbox: SandboxConfig):
         self.cfg = generator_cfg
+        self.sandbox = sandbox
         self.client = inference_engine_client
         self.renderer = Renderer(tokenizer)
         self.harness = HarnessConfig(
@@ -174,19 +177,19 @@ class EchoGenerator(GeneratorInterface):
         )
         rollout = Rollout(self.renderer)
         rollout.start(episode.system, episode.task)
+
+        async def policy(episode: Episode) -> str | None:
+            if not episode.check_context(len(rollout.ids)):
+                return None
+            out = await self.client.generate(
+                {"prompt_token_ids": [rollout.ids], "sampling_params": sampling, "skip_detokenize": True}
+            )
+            return rollout.act(out["response_ids"][0])
+
         with repo_copy(task_dir, prefix="tw-rollout-") as repo:
-            shell = Sandbox(str(repo), SandboxConfig())
-            while episode.outcome == "running" and episode.check_context(len(rollout.ids)):
-                out = await self.client.generate(
-                    {"prompt_token_ids": [rollout.ids], "sampling_params": sampling, "skip_detokenize": True}
-                )
-                command = episode.act(rollout.act(out["response_ids"][0]))
-                if command is not None:
-                    result = await asyncio.to_thread(shell.run, command)
-                    episode.observe(result.output)
-                if episode.messages[-1]["role"] == "user" and len(episode.messages) % 2 == 0:
-                    rollout.observe(episode.messages[-1]["content"])
-            reward = await asyncio.to_thread(verify, task_dir, repo)
+            shell = Shell(Sandbox(str(repo), self.sandbox), threaded=True)
+            await drive(episode, policy=policy, environment=shell, on_message=rollout.observe)
+            reward = await asyncio.to_thread(verify, task_dir, repo, config=self.sandbox)
         return generator_sample(rollout, reward=reward)
 
     async def generate(self, input_batch: GeneratorInput) -> GeneratorOutput:
@@ -219,7 +222,10 @@ class EchoExp(BasePPOExp):
     def get_generator(self, cfg, tokenizer, inference_engine_client):
         """The project's harness as the generator."""
         return EchoGenerator(
-            generator_cfg=cfg.generator, tokenizer=tokenizer, inference_engine_client=inference_engine_client
+            generator_cfg=cfg.generator,
+            tokenizer=tokenizer,
+            inference_engine_client=inference_engine_client,
+            sandbox=SandboxConfig(timeout_s=cfg.trainer.algorithm.command_timeout_s),
         )
 
     def get_trainer(
