@@ -44,8 +44,6 @@ def run_cli(fn: Callable[[], object]) -> int:
 # (command words, help, config class, function taking the config) for every dataclass command.
 def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object]]]:
     from terminalworld.agent.evaluate import AgentEvalConfig
-    from terminalworld.core.maskview import ShowMaskConfig, show_mask
-    from terminalworld.core.render import RenderConfig, render_file
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
     from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
     from terminalworld.env.exec_cli import ExecConfig, exec_main
@@ -56,6 +54,8 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.sim.harbor_loop import agent_grade
     from terminalworld.sim.probes import ProbesConfig, make_probes
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
+    from terminalworld.train.maskview import ShowMaskConfig, show_mask
+    from terminalworld.train.render_rows import RenderConfig, render_file
 
     return [
         (("corpus", "record"), "record real-shell trajectories in SWE-ZERO format", RecordConfig, record_corpus),

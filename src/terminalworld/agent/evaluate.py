@@ -1,11 +1,11 @@
 """`terminalworld agent-eval`: grade an agent on Harbor-format tasks with real Harbor.
 
 The agent is Harbor's `oracle` (runs each task's solution) or `nop` (does nothing), or the
-project's SWE-ZERO agent (`harbor_agent`) driven by a model: in process (`--model`, served on
+project's SWE-ZERO agent (`agent.harbor.agent`) driven by a model: in process (`--model`, served on
 loopback by `serve`), behind an OpenAI-compatible endpoint (`--endpoint`, e.g. vLLM), or by a
 script of replies (`--replies`); or Harbor's Terminus-2 against an endpoint (Terminal-Bench's
 harness). Harbor runs in its own environment (`runtime`); commands run in the project's sandbox
-(`harbor_env`) or, in production, in Daytona. Tasks are a local folder or a Harbor registry
+(`harbor.environment`) or, in production, in Daytona. Tasks are a local folder or a Harbor registry
 dataset (`registry:NAME@VERSION`).
 
 Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun keeps every trial
@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from terminalworld.agent import results, runtime
+from terminalworld.agent import results
+from terminalworld.agent.harbor import runtime
 from terminalworld.agent.harness import HarnessConfig
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.env.sandbox import bwrap_path, check_available
@@ -31,9 +32,9 @@ from terminalworld.errors import InputError, StepFailed
 from terminalworld.options import option
 
 JOB_NAME = "agent-eval"
-SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor_env:SandboxEnvironment"
-SIMULATED_ENVIRONMENT = "terminalworld.agent.harbor_env:SimulatedEnvironment"
-SWE_ZERO_AGENT = "terminalworld.agent.harbor_agent:SweZeroAgent"
+SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor.environment:SandboxEnvironment"
+SIMULATED_ENVIRONMENT = "terminalworld.agent.harbor.environment:SimulatedEnvironment"
+SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def _harness(cfg: AgentEvalConfig) -> dict[str, Any]:
 
 
 def job_spec(cfg: AgentEvalConfig, *, out: Path, endpoint: dict[str, Any], bwrap: str | None) -> dict[str, Any]:
-    """The Harbor job `harbor_job` runs: Harbor's environment, agent and dataset config sections."""
+    """The Harbor job `harbor.job` runs: Harbor's environment, agent and dataset config sections."""
     if cfg.environment == "sandbox":
         environment = {"import_path": SANDBOX_ENVIRONMENT, "kwargs": {"bwrap": bwrap}}
     elif cfg.environment == "simulated":
@@ -172,7 +173,7 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
         log = out / "harbor.log"
         with open(log, "w") as f:
             proc = subprocess.run(
-                [python, "-m", "terminalworld.agent.harbor_job", str(out / "job_spec.json")],
+                [python, "-m", "terminalworld.agent.harbor.job", str(out / "job_spec.json")],
                 env=runtime.harbor_env(),
                 stdout=f,
                 stderr=subprocess.STDOUT,

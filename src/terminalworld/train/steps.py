@@ -23,9 +23,9 @@ from terminalworld.pipeline.step import (
     step,
 )
 from terminalworld.pipeline.zephyr import Workers
-from terminalworld.train.echo_run import EchoRecipe
-from terminalworld.train.echo_skyrl import EchoGrpoRecipe
+from terminalworld.train.echo.miniature import EchoRecipe
 from terminalworld.train.sft import SftRecipe
+from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
 
 
 def tokenize_fn(
@@ -152,7 +152,7 @@ def checkpoint(
 
 def echo_arm_fn(*, policy: str | list, tasks: str, heldout: list, out: str, recipe: dict[str, Any]) -> None:
     """One ECHO arm from `policy` on the task folder `tasks`, measured on the held-out rows."""
-    from terminalworld.train.echo_run import run_arm
+    from terminalworld.train.echo.miniature import run_arm
 
     run_arm(policy=joined(policy), tasks=tasks, heldout=joined(heldout), out=out, recipe=EchoRecipe(**recipe))
 
@@ -184,7 +184,7 @@ def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: dict[str, 
     from fsspec.core import url_to_fs
 
     from terminalworld.core.records import write_json
-    from terminalworld.train.echo_skyrl import skyrl_command, skyrl_config, train_rows
+    from terminalworld.train.skyrl.bridge import skyrl_command, skyrl_config, train_rows
 
     r = EchoGrpoRecipe(**recipe)
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -3,9 +3,9 @@ Megatron through its policy-loss function), a trainer that carries O′ and |O| 
 generator that runs the project's harness token in and token out with every command in the sandbox,
 and the entrypoint.
 
-Imported only inside SkyRL's own environment (`skyrl[fsdp|megatron]` at `echo_skyrl.SKYRL_COMMIT`,
-with the project's `src` on the path); the arithmetic lives in `echo_skyrl` and `echo_loss`, tested
-without SkyRL. Run as `python -m terminalworld.train.skyrl_echo --config FILE.json` (`echo_skyrl.skyrl_command`).
+Imported only inside SkyRL's own environment (`skyrl[fsdp|megatron]` at `bridge.SKYRL_COMMIT`,
+with the project's `src` on the path); the arithmetic lives in `skyrl.bridge` and `echo_loss`, tested
+without SkyRL. Run as `python -m terminalworld.train.skyrl.plugin --config FILE.json` (`bridge.skyrl_command`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.render import Renderer
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.tasks.layout import repo_copy, verify
-from terminalworld.train.echo_skyrl import (
+from terminalworld.train.rollout import Rollout
+from terminalworld.train.skyrl.bridge import (
     WORLD_COUNT,
     WORLD_MASK,
     dotted,
@@ -40,7 +41,6 @@ from terminalworld.train.echo_skyrl import (
     world_loss,
     world_tensors,
 )
-from terminalworld.train.rollout import Rollout
 
 
 @dataclass
@@ -250,9 +250,9 @@ def _run(cfg) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Train from `--config FILE`, the JSON of `echo_skyrl.skyrl_config`."""
+    """Train from `--config FILE`, the JSON of `bridge.skyrl_config`."""
     if len(argv) != 2 or argv[0] != "--config":
-        sys.exit("usage: python -m terminalworld.train.skyrl_echo --config FILE.json")
+        sys.exit("usage: python -m terminalworld.train.skyrl.plugin --config FILE.json")
     cfg = EchoConfig.from_cli_overrides(dotted(json.loads(Path(argv[1]).read_text())))
     validate_cfg(cfg)
     initialize_ray(cfg)

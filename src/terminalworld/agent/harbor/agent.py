@@ -2,7 +2,7 @@
 production (a vLLM endpoint) and for the local miniature (the project's own endpoint over an
 in-process HF model, `serve.py`), both OpenAI-compatible chat completions.
 
-Imported only inside Harbor's environment (see `harbor_env`); it needs nothing beyond the standard
+Imported only inside Harbor's environment (see `harbor.environment`); it needs nothing beyond the standard
 library and Harbor. Kwargs (Harbor's `AgentConfig.kwargs`) are `HarnessConfig`'s fields,
 `command_timeout_s`, the endpoint `api_base` and its `served_model` name (Harbor's own `base_url`
 and `model_name` would send the name through litellm's provider parsing), and `replies`: a JSON file {task name or "*": [reply, ...]} that makes the
@@ -122,7 +122,7 @@ class SweZeroAgent(BaseAgent):
 
 @runtime_checkable
 class SimulatingHarbor(Protocol):
-    """A Harbor environment with a simulator (`harbor_env.SimulatedEnvironment`)."""
+    """A Harbor environment with a simulator (`harbor.environment.SimulatedEnvironment`)."""
 
     async def answer(self, command: str, task: str, timeout_sec: float | None = None) -> str:
         """The simulated output of `command`, after running it for real."""

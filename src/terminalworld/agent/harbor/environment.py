@@ -1,7 +1,7 @@
 """A Harbor environment whose every command runs in the project's bubblewrap sandbox: real Harbor
 jobs, trials and verifiers on a machine without Docker.
 
-Imported only inside Harbor's own environment (`harbor_runtime`), with the project's `src` on the
+Imported only inside Harbor's own environment (`harbor.runtime`), with the project's `src` on the
 path; the sandbox module needs nothing but the standard library and a bwrap binary, which the
 launcher passes as `bwrap=`.
 

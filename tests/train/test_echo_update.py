@@ -15,8 +15,8 @@ from terminalworld.core.formats import load_trajectories
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.core.views import agent_messages
-from terminalworld.train.echo_loss import EchoLossConfig, echo_loss, grpo_advantages
-from terminalworld.train.echo_step import env_cross_entropy, sequence_logprobs, update
+from terminalworld.train.echo.loss import EchoLossConfig, echo_loss, grpo_advantages
+from terminalworld.train.echo.update import env_cross_entropy, sequence_logprobs, update
 from terminalworld.train.rollout import replayed
 from tests.conftest import SWE_ZERO
 
@@ -135,7 +135,7 @@ def test_a_sandbox_rollout_is_the_policys_tokens_rewarded_by_the_tasks_tests(wor
     from terminalworld.core.decoding import hf_sample
     from terminalworld.env.sandbox import SandboxConfig
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
-    from terminalworld.train.echo_collect import collect
+    from terminalworld.train.echo.rollouts import collect
 
     make_tasks(MakeTasksConfig(out=str(workdir / "tasks"), n=1, seed=0))
     manifest = json.loads((workdir / "tasks" / "manifest.json").read_text())
