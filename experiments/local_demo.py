@@ -29,7 +29,7 @@ from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
 from terminalworld.train import steps as train
-from terminalworld.train.sft import SftRecipe
+from terminalworld.train.sft import SftRecipe, TinyQwen3
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
             seed=42,
             seq_len=d.seq_len,
             max_seq_len=d.seq_len,
-            tiny=tiny,
+            tiny=TinyQwen3(**tiny) if tiny else None,
         )
 
     text = train.tokenized(

@@ -44,7 +44,7 @@ class SftRecipe:
     seed: int
     seq_len: int
     max_seq_len: int
-    tiny: dict[str, int] | None = None  # TinyQwen3 fields: train from scratch (the local demo's base)
+    tiny: TinyQwen3 | None = None  # train this shape from scratch (the local demo's base)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def train_lm_config(cfg: SftConfig):
             raise InputError(
                 "a run needs a model: initialize_from_hf, or the recipe's tiny shape to train from scratch"
             )
-        t = TinyQwen3(**r.tiny)
+        t = r.tiny
         model = Qwen3Config(
             max_seq_len=max_seq_len,
             hidden_dim=t.hidden_dim,

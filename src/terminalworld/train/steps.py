@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
-from typing import Any
 
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import (
@@ -38,14 +36,13 @@ def tokenize_fn(
     max_len: int,
     seq_len: int,
     shard_rows: int,
-    workers: dict[str, Any],
+    workers: Workers,
     separator: str = "<|endoftext|>",
 ) -> None:
     """Rows skip.. of a subset, rendered under one arm (`pretrain`: every token trained, plain LM
     text) and packed for Levanter by a sharded Zephyr job (`train.tokenize_job`), with the
     training tokenizer and `stats.json` beside them. With nested subsets, skipping the smaller
     subset's rows gives data held apart from it."""
-    from terminalworld.pipeline.zephyr import Workers
     from terminalworld.train.tokenize_job import TokenizeJob, tokenize_sharded
 
     job = TokenizeJob(
@@ -59,7 +56,7 @@ def tokenize_fn(
         separator=separator,
         shard_rows=shard_rows,
     )
-    tokenize_sharded(job, Workers(**workers))
+    tokenize_sharded(job, workers)
 
 
 def tokenized(
@@ -92,12 +89,12 @@ def tokenized(
             max_len=max_len,
             seq_len=seq_len,
             shard_rows=shard_rows,
-            workers=asdict(workers),
+            workers=workers,
         )
     )
 
 
-def sft_fn(*, tokenized: str, out: str, recipe: dict[str, Any], init_from: str | list | None = None) -> None:
+def sft_fn(*, tokenized: str, out: str, recipe: SftRecipe, init_from: str | list | None = None) -> None:
     """Levanter training on a tokenized artifact; the final HF export lands in `{out}/hf` with the
     rendering tokenizer and its chat template, so the scorer renders exactly as training did."""
     from fsspec.core import url_to_fs
@@ -106,9 +103,8 @@ def sft_fn(*, tokenized: str, out: str, recipe: dict[str, Any], init_from: str |
     from terminalworld.core.records import read_json
     from terminalworld.train.sft import SftConfig, run_sft
 
-    r = SftRecipe(**recipe)
     stats = read_json(os.path.join(tokenized, artifacts.STATS))
-    steps = max(1, math.ceil(stats["pack"]["sequences"] * r.epochs / r.batch_size))
+    steps = max(1, math.ceil(stats["pack"]["sequences"] * recipe.epochs / recipe.batch_size))
     fs, root = url_to_fs(tokenized)
     hf = run_sft(
         SftConfig(
@@ -118,7 +114,7 @@ def sft_fn(*, tokenized: str, out: str, recipe: dict[str, Any], init_from: str |
             output_dir=out,
             export_dir=os.path.join(out, artifacts.HF_EXPORT),
             num_train_steps=steps,
-            recipe=r,
+            recipe=recipe,
             initialize_from_hf=joined(init_from) if init_from else None,
         )
     )
@@ -144,17 +140,17 @@ def checkpoint(
             version=version,
             resources=resources,
             tokenized=tokenized.step,
-            recipe=asdict(recipe),
+            recipe=recipe,
             init_from=model_input(init_from),
         )
     )
 
 
-def echo_arm_fn(*, policy: str | list, tasks: str, heldout: list, out: str, recipe: dict[str, Any]) -> None:
+def echo_arm_fn(*, policy: str | list, tasks: str, heldout: list, out: str, recipe: EchoRecipe) -> None:
     """One ECHO arm from `policy` on the task folder `tasks`, measured on the held-out rows."""
     from terminalworld.train.echo.miniature import run_arm
 
-    run_arm(policy=joined(policy), tasks=tasks, heldout=joined(heldout), out=out, recipe=EchoRecipe(**recipe))
+    run_arm(policy=joined(policy), tasks=tasks, heldout=joined(heldout), out=out, recipe=recipe)
 
 
 def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: EchoRecipe, version: str) -> EchoArm:
@@ -167,13 +163,13 @@ def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: Echo
             policy=model_input(policy),
             tasks=tasks.step,
             heldout=heldout.rows,
-            recipe=asdict(recipe),
+            recipe=recipe,
         ),
         arm=recipe.arm,
     )
 
 
-def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: dict[str, Any]) -> None:
+def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: EchoGrpoRecipe) -> None:
     """ECHO's GRPO with SkyRL in its own environment on this step's GPUs: the tasks are copied to the
     node (every command runs in the node's sandbox), checkpoints and exports go to `out`, and a
     rerun resumes from the newest checkpoint there."""
@@ -186,18 +182,17 @@ def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: dict[str, 
     from terminalworld.core.records import write_json
     from terminalworld.train.skyrl.bridge import skyrl_command, skyrl_config, train_rows
 
-    r = EchoGrpoRecipe(**recipe)
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with tempfile.TemporaryDirectory(prefix="tw-echo-grpo-") as tmp:
         fs, path = url_to_fs(tasks)
         fs.get(path.rstrip("/") + "/", f"{tmp}/tasks/", recursive=True)
         with open(f"{tmp}/train.jsonl", "w") as f:
             f.writelines(json.dumps(row) + "\n" for row in train_rows(f"{tmp}/tasks"))
-        config = skyrl_config(r, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out)
+        config = skyrl_config(recipe, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out)
         write_json(os.path.join(out, "skyrl_config.json"), config)
         write_json(f"{tmp}/config.json", config)
         env = dict(os.environ, PYTHONPATH=src)
-        subprocess.run(skyrl_command(strategy=r.strategy, config_file=f"{tmp}/config.json"), env=env, check=True)
+        subprocess.run(skyrl_command(strategy=recipe.strategy, config_file=f"{tmp}/config.json"), env=env, check=True)
 
 
 def echo_grpo(
@@ -212,6 +207,6 @@ def echo_grpo(
             resources=resources,
             policy=model_input(policy),
             tasks=tasks.step,
-            recipe=asdict(recipe),
+            recipe=recipe,
         )
     )
