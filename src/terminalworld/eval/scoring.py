@@ -243,14 +243,8 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         "n_trajectories": len(rows),
         "n_scored": len(scored),
         "n_skipped": len(rows) - len(scored),
-        "total_target_tokens": tokens,
-        "total_sum_nll": stats["sum_nll"],
+        **stats,  # a checkpoint's statistics under `ppl_stats`' names, as the report shows them
         "mean_nll_per_token": stats["sum_nll"] / tokens if tokens else None,
-        "ppl": stats["token_weighted_ppl"],
-        "median_ppl": stats["median_ppl"],
-        "mean_ppl": stats["mean_ppl"],
-        "n_ppl_gt_10": stats["n_ppl_gt_10"],
-        "worst": stats["worst"],
         "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
     }
 
