@@ -1,6 +1,6 @@
 """Three-arm loss masks with an exact token partition, for any chat template.
 
-The rule (DESIGN.md, "Loss-mask arms"):
+The rule (docs/design.md, "Loss-mask arms: who owns a token"):
 
 1. Render the whole conversation once with the model's chat template (or a given one) and
    tokenize the text once, without added special tokens, keeping character offsets.

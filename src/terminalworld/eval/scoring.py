@@ -1,6 +1,6 @@
 """Env-token perplexity of a model on held-out rows: the world-model probe's scorer.
 
-Span (DESIGN.md, "Env-token scoring"): the tokens of the target observation's content after the
+Span (docs/design.md, "Env-token scoring"): the tokens of the target observation's content after the
 literal prefix `Observation: `, by the same last-character ownership rule as the loss masks, plus
 its end-of-turn token. The conversation is rendered and tokenized once; the span is never derived
 by subtracting the length of a prefix render (Qwen3's template renders the last assistant turn
