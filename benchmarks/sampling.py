@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
     from terminalworld.core.formats import load_trajectories
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
+
     sys.path.insert(0, str(HERE.parent))  # the generated corpus is the tests' (tests/synthetic.py)
     from tests.synthetic import write_generated_corpus
 

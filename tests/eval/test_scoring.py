@@ -158,7 +158,9 @@ def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2
         # Both are float32 on CPU: they differ only by summation order (about 1e-6).
         assert abs(got["mean_nll"] - mean) < 1e-4, (got["mean_nll"], mean)
         total_n, total_nll = total_n + n, total_nll + n * mean
-    assert abs(summary["token_weighted_ppl"] - float(np.exp(total_nll / total_n))) < 1e-4 * summary["token_weighted_ppl"]
+    assert (
+        abs(summary["token_weighted_ppl"] - float(np.exp(total_nll / total_n))) < 1e-4 * summary["token_weighted_ppl"]
+    )
     assert summary["tokens"] == total_n
     # Named after the model path's last part when no --model-name is given.
     assert (summary["model_name"], summary["model_path"], summary["mode"]) == ("smollm2", "smollm2", mode)
