@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parent.parent / "shared" / "fixtures" / "real" / "adp_swe-zero-12m" / "sample_raw.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the fixtures' one path: tests.paths
+from tests.paths import SWE_ZERO as FIXTURE  # noqa: E402
 
 
 def batch(tokenizer_name: str):

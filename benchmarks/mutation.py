@@ -28,7 +28,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "mutation.json"
-FIXTURES = os.environ.get("TERMINALWORLD_FIXTURES", str(ROOT.parent / "shared" / "fixtures" / "real"))
 # module -> (source file, test selection: test files, then pytest options)
 MODULES = {
     "render": ("src/terminalworld/core/render.py", ["tests/core/test_render.py", "-k", "not cli"]),
@@ -41,7 +40,10 @@ MODULES = {
         "src/terminalworld/train/packing.py",
         ["tests/train/test_packing.py", "tests/train/test_packing_mutants.py"],
     ),
-    "sandbox": ("src/terminalworld/env/sandbox.py", ["tests/env/test_sandbox.py", "tests/env/test_sandbox_attacks.py"]),
+    "sandbox": (
+        "src/terminalworld/env/sandbox.py",
+        ["tests/env/test_sandbox.py", "tests/env/test_sandbox_attacks.py", "tests/env/test_sandbox_hostile.py"],
+    ),
     "metrics": (
         "src/terminalworld/eval/metrics.py",
         ["tests/eval/test_metrics.py", "tests/eval/test_metrics_mutants.py"],
@@ -92,7 +94,7 @@ def main() -> None:
     dotted = source.removeprefix("src/").removesuffix(".py").replace("/", ".")
     # The scoring tests compare against an independent computation on the same weights: a tiny random
     # model keeps each mutant's rerun to seconds (tests/eval/test_scoring.py).
-    env = {**os.environ, "TERMINALWORLD_FIXTURES": FIXTURES, "TERMINALWORLD_TINY_SCORING_MODEL": "1"}
+    env = {**os.environ, "TERMINALWORLD_TINY_SCORING_MODEL": "1"}
     with tempfile.TemporaryDirectory(prefix="tw-mutation-") as tmp:
         os.chmod(tmp, 0o755)  # like a checkout: the sandbox tests run commands as another uid
         work = Path(tmp) / "repo"

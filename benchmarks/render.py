@@ -138,8 +138,10 @@ def plot(points, path: Path) -> None:
     ax.plot(turns, [p["peer_s"] / p["trajectories"] * 1e3 for p in points], "s-", label="3 generation-marked templates")
     ax.set_xlabel("turns per trajectory")
     ax.set_ylabel("ms per trajectory (all three arms)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    from terminalworld.report.figures import log_axis
+
+    log_axis(ax.xaxis)
+    log_axis(ax.yaxis)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()

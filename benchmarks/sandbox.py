@@ -9,9 +9,13 @@ interleaved round by round so that a busy machine slows both alike:
 - before: the sandbox as it was before hardening, reconstructed here: bwrap run by the caller with
   its own uid (root here), no user namespace, system folders bound as they were, an unsized /tmp,
   only the file-size and core limits, read the same way;
-- after: `terminalworld.env.sandbox.Sandbox.run` (user namespace, all capabilities dropped, no nested
-  user namespace, host uid switch on a root host, masked secrets, sized tmpfs, RLIMITs, the disk cap
-  measured after each command, exact output accounting, limit notes).
+- after: `terminalworld.env.sandbox.Sandbox.run` (user namespace, all capabilities dropped, the
+  seccomp filter, the start-up handshake and the kill of the whole pid namespace, host uid switch on
+  a root host, masked secrets, sized tmpfs, RLIMITs, the per-command memory cgroup on a root host,
+  the disk cap measured after each command with descriptor-based walks, exact output accounting,
+  limit notes);
+- after, no cgroup: the same with `SandboxConfig(memory_cgroup=False)`, to show what the memory
+  cgroup costs.
 
 Commands: `true` (pure start-up cost), `ls`, and `grep -rn` over the tree. Reported: commands per
 second (median over rounds) and the added milliseconds per command.
@@ -110,6 +114,7 @@ def main() -> None:
         methods = {
             "before": lambda cmd: run_before(before_argv(bwrap, repo, cmd)),
             "after": sandbox.run,
+            "after_no_cgroup": Sandbox(repo, SandboxConfig(memory_cgroup=False)).run,
         }
         rates: dict[str, dict[str, list[float]]] = {m: {c: [] for c in COMMANDS} for m in methods}
         for _ in range(a.rounds):
@@ -126,6 +131,7 @@ def main() -> None:
     for name, cmd in COMMANDS.items():
         before = statistics.median(rates["before"][name])
         after = statistics.median(rates["after"][name])
+        plain = statistics.median(rates["after_no_cgroup"][name])
         rows.append(
             {
                 "command": cmd,
@@ -133,6 +139,8 @@ def main() -> None:
                 "after_per_s": after,
                 "added_ms": 1000 / after - 1000 / before,
                 "ratio_after_over_before": after / before,
+                "after_no_cgroup_per_s": plain,
+                "added_ms_no_cgroup": 1000 / plain - 1000 / before,
             }
         )
     report = {
@@ -148,9 +156,12 @@ def main() -> None:
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     write_json(a.out, report)
-    print(f"{'command':<28} {'before/s':>9} {'after/s':>9} {'added ms':>9}")
+    print(f"{'command':<28} {'before/s':>9} {'after/s':>9} {'added ms':>9} {'no cgroup/s':>12} {'added ms':>9}")
     for r in rows:
-        print(f"{r['command']:<28} {r['before_per_s']:>9.1f} {r['after_per_s']:>9.1f} {r['added_ms']:>9.2f}")
+        print(
+            f"{r['command']:<28} {r['before_per_s']:>9.1f} {r['after_per_s']:>9.1f} {r['added_ms']:>9.2f}"
+            f" {r['after_no_cgroup_per_s']:>12.1f} {r['added_ms_no_cgroup']:>9.2f}"
+        )
 
 
 if __name__ == "__main__":

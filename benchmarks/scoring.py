@@ -40,8 +40,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-FIXTURES = HERE.parent.parent / "shared" / "fixtures" / "real"
-SWE_ZERO = FIXTURES / "adp_swe-zero-12m" / "sample_raw.json"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the fixtures' one path: tests.paths
+from tests.paths import FIXTURES, SWE_ZERO  # noqa: E402
+
 NEBIUS = FIXTURES / "adp-fork_nebius-swe-agent-trajectories" / "sample_raw.json"
 DATA = HERE / ".data"
 

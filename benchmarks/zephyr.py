@@ -28,6 +28,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the fixtures' one path: tests.paths
+from tests.paths import SWE_ZERO  # noqa: E402
+
 sys.path.insert(0, str(HERE))
 from sampling import LOAD_ALL, ensure_corpus, write_report  # noqa: E402
 
@@ -106,8 +109,7 @@ def same_output(a: Path, b: Path) -> bool:
 
 
 def render_inputs(path: Path, n: int) -> None:
-    fixtures = Path(os.environ.get("TERMINALWORLD_FIXTURES", HERE.parents[1] / "shared" / "fixtures" / "real"))
-    raw = json.loads((fixtures / "adp_swe-zero-12m" / "sample_raw.json").read_text())
+    raw = json.loads(SWE_ZERO.read_text())
     with open(path, "w") as f:
         for i in range(n):
             f.write(json.dumps(dict(raw[i % len(raw)], instance_id=f"real-shaped-{i}")) + "\n")

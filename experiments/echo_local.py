@@ -2,6 +2,7 @@
 
     python experiments/echo_local.py            # print the plan
     python experiments/echo_local.py --run      # run it (finished steps, the demo's too, are reused)
+    python experiments/echo_local.py --steps 10 --demo.trajectories 80   # an overridden recipe's plan
 
 The policy is the local demo's full-transcript checkpoint. It acts on the demo's generated training
 tasks through the agent harness, every command in the sandbox, rewarded by each task's own tests,
@@ -18,7 +19,7 @@ clip (0.2), the temperature (0.8), the clipping ε and the advantage normalisati
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from local_demo import Demo
 from local_demo import build as build_demo
@@ -57,7 +58,7 @@ def build(e: EchoLocal = EchoLocal()) -> Report:
                 prompts_per_step=e.prompts_per_step,
                 samples_per_prompt=e.samples_per_prompt,
                 learning_rate=e.learning_rate,
-                harness=dict(e.demo.harness),
+                harness=asdict(e.demo.harness),
                 seed=e.seed,
             ),
             version=e.version,
@@ -72,4 +73,4 @@ if __name__ == "__main__":
     os.environ.setdefault("WANDB_MODE", "offline")
     from terminalworld.pipeline.entry import main
 
-    sys.exit(main([build()], __doc__.split("\n\n")[0]))
+    sys.exit(main(lambda e: [build(e)], __doc__.split("\n\n")[0], recipe=EchoLocal))

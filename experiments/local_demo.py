@@ -2,6 +2,8 @@
 
     python experiments/local_demo.py            # print the plan
     python experiments/local_demo.py --run      # run it (finished steps are reused)
+    python experiments/local_demo.py --run --trajectories 80 --tiny.hidden_dim 64   # an overridden recipe
+    python experiments/local_demo.py --config_path my_demo.yaml                      # the same from YAML
 
 Record a real-shell corpus (exploration trajectories and the solving episodes of generated
 bug-fix tasks); draw nested subsets, whose smaller one is the SFT set and whose
@@ -19,7 +21,7 @@ rendering run as Zephyr jobs on local worker processes.
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from terminalworld.agent import steps as agent
 from terminalworld.corpus import steps as corpus
@@ -33,8 +35,29 @@ from terminalworld.train.sft import SftRecipe, TinyQwen3
 
 
 @dataclass(frozen=True)
+class Episodes:
+    """The agent grade's episode limits (`agent-eval`'s flags of the same names). Short episodes: the
+    tiny models' replies rarely follow the format, and the context is theirs."""
+
+    max_turns: int = 4
+    context_tokens: int = 2048
+    max_tokens_per_turn: int = 128
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """The simulator grade's decoding (`sim-eval`'s flags of the same names). Outputs are capped at
+    128 tokens: these models loop long before that."""
+
+    max_new_tokens: int = 128
+
+
+@dataclass(frozen=True)
 class Demo:
-    """The miniature's sizes and recipe (CPU-sized: minutes on 2 cores)."""
+    """The miniature's sizes and recipe (CPU-sized: minutes on 2 cores). Every field can be
+    overridden on the command line (`--trajectories 80`, nested ones dotted: `--tiny.hidden_dim 64`)
+    or from YAML (`--config_path`); an overridden recipe gets its own version (see
+    `terminalworld.pipeline.entry`)."""
 
     version: str = "2026.12.03"
     trajectories: int = 160
@@ -52,15 +75,10 @@ class Demo:
     workers: int = 2
     shard_rows: int = 20
     # Training cost on CPU is dominated by the 49K-word softmax, i.e. by width x tokens.
-    tiny: dict[str, int] = field(
-        default_factory=lambda: {
-            "hidden_dim": 32,
-            "intermediate_dim": 96,
-            "num_layers": 2,
-            "num_heads": 2,
-            "num_kv_heads": 1,
-            "head_dim": 16,
-        }
+    tiny: TinyQwen3 = field(
+        default_factory=lambda: TinyQwen3(
+            hidden_dim=32, intermediate_dim=96, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=16
+        )
     )
     pretrain_epochs: float = 3.0
     pretrain_lr: float = 5e-3
@@ -70,11 +88,9 @@ class Demo:
     arms: tuple[str, ...] = ("assistant", "full", "user")
     solve_tasks: int = 12  # generated bug-fix tasks whose solving episodes join the recorded corpus
     agent_tasks: int = 4  # generated bug-fix tasks, all from repos unseen in training
-    # Short episodes: the tiny models' replies rarely follow the format, and the context is theirs.
-    harness: dict = field(default_factory=lambda: {"max_turns": 4, "context_tokens": 2048, "max_tokens_per_turn": 128})
+    harness: Episodes = field(default_factory=Episodes)
     probes: int = 20  # tier-2 probes (two per family), from repos unseen in training
-    # Simulated outputs are capped at 128 tokens: these models loop long before that.
-    sim: dict = field(default_factory=lambda: {"max_new_tokens": 128})
+    sim: Decoding = field(default_factory=Decoding)
     loop_arm: str = "full"  # the simulator of the closed loop (tier 3), on the held-out tasks
 
 
@@ -118,7 +134,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
         version=v,
     )
 
-    def recipe(epochs: float, lr: float, tiny: dict[str, int] | None = None) -> SftRecipe:
+    def recipe(epochs: float, lr: float, tiny: TinyQwen3 | None = None) -> SftRecipe:
         return SftRecipe(
             epochs=epochs,
             batch_size=d.batch_size,
@@ -130,7 +146,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
             seed=42,
             seq_len=d.seq_len,
             max_seq_len=d.seq_len,
-            tiny=TinyQwen3(**tiny) if tiny else None,
+            tiny=tiny,
         )
 
     text = train.tokenized(
@@ -171,16 +187,18 @@ def build(d: Demo = Demo()) -> DemoGraph:
         purpose="heldout", n=d.agent_tasks, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v
     )
     grades = [
-        agent.local_grade(model=m, model_name=name, tasks=tasks, harness=d.harness, version=v)
+        agent.local_grade(model=m, model_name=name, tasks=tasks, harness=asdict(d.harness), version=v)
         for name, m in models.items()
     ]
     probes = sim.probe_set(n=d.probes, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v)
     sims = [
-        sim.sim_grade(model=m, model_name=name, decoding=d.sim, version=v, **source)
+        sim.sim_grade(model=m, model_name=name, decoding=asdict(d.sim), version=v, **source)
         for name, m in models.items()
         for source in ({"heldout": heldout}, {"probes": probes})
     ]
-    sims.append(sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=d.sim, version=v))
+    sims.append(
+        sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=asdict(d.sim), version=v)
+    )
     report = reports.report(
         scores=scores,
         base="base",
@@ -207,5 +225,4 @@ if __name__ == "__main__":
     os.environ.setdefault("WANDB_MODE", "offline")
     from terminalworld.pipeline.entry import main
 
-    graph = build()
-    sys.exit(main([graph.report, graph.eval_sets], __doc__.split("\n\n")[0]))
+    sys.exit(main(lambda d: [(g := build(d)).report, g.eval_sets], __doc__.split("\n\n")[0], recipe=Demo))

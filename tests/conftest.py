@@ -1,11 +1,8 @@
-import os
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("TERMINALWORLD_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures" / "real"))
-SWE_ZERO = FIXTURES / "adp_swe-zero-12m" / "sample_raw.json"
+from tests.paths import FIXTURES, REPO_ROOT
 
 
 def load_experiment(name: str):
@@ -26,13 +23,14 @@ def load_experiment(name: str):
 def workdir():
     """A folder every uid may traverse (a root host runs sandboxes as an unprivileged uid, which must
     reach the repository), removed afterwards."""
-    import shutil
     import tempfile
+
+    from terminalworld.core.scratch import remove_tree  # what a command left may be deeper than rmtree goes
 
     base = Path(tempfile.mkdtemp(prefix="tw-test-"))
     base.chmod(0o711)
     yield base
-    shutil.rmtree(base, ignore_errors=True)
+    remove_tree(str(base))
 
 
 @pytest.fixture(scope="session")

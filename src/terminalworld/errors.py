@@ -41,5 +41,10 @@ class SandboxUnavailable(TerminalworldError):
     """The sandbox cannot run on this host (no bwrap, user namespaces disabled)."""
 
 
+class VerifierError(TerminalworldError):
+    """A verifier's output that is not a reward: not a regular file, too large, not one number, or
+    outside [0, 1]. An infrastructure error, never a score."""
+
+
 class StepFailed(TerminalworldError):
     """A pipeline step failed; names the step and the log holding its traceback."""

@@ -132,3 +132,19 @@ def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded
     shown = [m["content"] for m in trajectory["messages"][3::2]]
     assert shown == ["Observation: " + t["simulated"] for t in episode["turns"]]  # the agent saw the simulator
     assert s["closed_loop"]["episodes"] == 1 and s["closed_loop"]["turns"] == 2
+
+
+def test_an_agent_cannot_plant_its_verdict_or_drop_its_failure(task_folder, tmp_path):
+    one = tmp_path / "tasks"
+    shutil.copytree(task_folder / "hello", one / "hello")
+    plant = (
+        "THOUGHT: plant.\n\n```bash\nmkdir -p /logs/verifier/reward.txt/x && "
+        "ln -s /proc/sys/kernel/ostype /logs/verifier/leak && mkfifo /logs/verifier/pipe\n```"
+    )
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({"*": [plant, SUBMIT]}))
+    s = _run(one, tmp_path / "planted", "scripted", replies=str(replies))
+    # Harbor's own removal of stale rewards succeeds, the verifier runs, and the failure is scored.
+    assert (s["scored_trials"], s["pass_at_1"], s["errors"]) == (1, 0.0, {})
+    verifier = next((tmp_path / "planted" / "jobs").rglob("verifier"))
+    assert not any(p.is_symlink() or not (p.is_file() or p.is_dir()) for p in verifier.rglob("*"))

@@ -10,7 +10,7 @@ from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import read_heldout
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
 from terminalworld.errors import InputError
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 
 def _ids(path):

@@ -88,3 +88,56 @@ def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
     with pytest.raises(socket.timeout):
         listener.accept()
     listener.close()
+
+
+HOSTILE_CALLER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from terminalworld.env.sandbox import Sandbox, SandboxConfig
+config = SandboxConfig(**json.loads(sys.argv[4]))
+commands = json.loads(sys.argv[3])
+out = {k: [r.output, r.returncode, list(r.limits)] for k, r in ((k, Sandbox(sys.argv[2], config).run(c)) for k, c in commands.items())}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(_usable() is not None, reason=str(_usable()))
+def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir):
+    from .test_sandbox_hostile import INJECT, processes_of
+
+    (repo / "inject.py").write_text(INJECT)
+    deep = "import os\nfor _ in range(2100):\n    os.mkdir('ab'); os.chdir('ab')\nopen('fill', 'wb').write(b'x' * (40 << 20))\n"
+    (repo / "deep.py").write_text(deep)
+    (repo / "links.py").write_text(
+        "import os\nopen('f', 'w').close()\nfor i in range(4000):\n    os.link('f', f'l{i}')\n"
+    )
+    for p in [repo, *repo.iterdir()]:
+        os.chown(p, UID, UID)
+    commands = {
+        "survive": "python3 inject.py; (setsid sh -c 'sleep 4; echo late > late' &); cat /proc/1/cmdline; sleep 100",
+        "key": 'python3 -c "import ctypes, os; l = ctypes.CDLL(None, use_errno=True); '
+        "print(l.syscall(248, b'user', b'k', b'v', 1, -4), os.strerror(ctypes.get_errno()))\"",
+        "deep": "python3 deep.py; echo exit $?",
+        "links": "python3 links.py; echo exit $?",
+    }
+    config = {"timeout_s": 2, "disk_bytes": 10 << 20}
+    proc = subprocess.run(
+        [PYTHON, "-c", HOSTILE_CALLER, str(SRC), str(repo), json.dumps(commands), json.dumps(config)],
+        user=UID,
+        group=UID,
+        extra_groups=[],
+        env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
+        cwd=str(workdir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert processes_of(UID) == []
+    time.sleep(4)
+    assert not (repo / "late").exists() and processes_of(UID) == []
+    assert out["survive"][1] == 124 and "ptrace: Operation not permitted" in out["survive"][0]
+    assert str(repo) not in out["survive"][0]
+    assert out["key"][0] == "-1 Operation not permitted\n"
+    assert "disk" in out["deep"][2] and "disk" in out["links"][2]

@@ -8,7 +8,7 @@ import pytest
 from terminalworld.errors import ResultsError
 from terminalworld.eval.metrics import compare, read_results
 from terminalworld.report.probe import write_comparison
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 
 def write_results(path, name, rows):

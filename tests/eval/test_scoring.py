@@ -379,7 +379,7 @@ def test_vllm_backend_without_the_extra_is_a_clear_error(heldout, tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from tests.paths import REPO_ROOT
 
     path, _ = heldout
     r = subprocess.run(

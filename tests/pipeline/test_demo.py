@@ -38,9 +38,9 @@ def test_reduced_demo_end_to_end_and_reuse(tmp_path, monkeypatch):
         max_output_chars=600,
         solve_tasks=2,
         agent_tasks=2,
-        harness={"max_turns": 2, "context_tokens": 2048, "max_tokens_per_turn": 32},
+        harness=demo.Episodes(max_turns=2, context_tokens=2048, max_tokens_per_turn=32),
         probes=10,
-        sim={"max_new_tokens": 16},
+        sim=demo.Decoding(max_new_tokens=16),
         workers=1,  # Zephyr inline: tests/corpus/test_sharded.py covers worker processes
         shard_rows=5,
     )

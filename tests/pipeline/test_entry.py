@@ -1,16 +1,21 @@
 """The experiment entry point: the plan names the places the run uses, accelerator steps are
-refused off the cluster, and a failing step ends in one line naming its log."""
+refused off the cluster, a failing step ends in one line naming its log, and a recipe is parsed
+with draccus, an overridden one getting its own version."""
 
 import os
+import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from fray.types import ResourceConfig
 
-from terminalworld.pipeline.entry import main, plan
+from terminalworld.pipeline.entry import main, overrides, parse_recipe, plan
 from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, step
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_experiment
+from tests.paths import REPO_ROOT
 
 
 def broken_fn(*, out: str, value: int) -> None:
@@ -67,3 +72,77 @@ def test_accelerator_steps_are_refused_off_the_cluster(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: refusing to run 1 accelerator step(s) on this machine")
     assert "checkpoints/terminalworld/full-1M (tpu v5p-32)" in lines[0] and "iris" in lines[0] and "--local" in lines[0]
     assert not any(tmp_path.iterdir())
+
+
+@dataclass(frozen=True)
+class _Shape:
+    width: int
+    depth: int = 2
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    version: str = "2026.01.01"
+    size: int = 10
+    rate: float = 1e-3
+    arms: tuple[str, ...] = ("a", "b")
+    shape: _Shape = field(default_factory=lambda: _Shape(width=8))  # no class default for width
+
+
+def test_a_recipe_is_parsed_with_draccus_flags_dotted_and_yaml(tmp_path):
+    assert parse_recipe(_Recipe, []) == _Recipe()
+    r = parse_recipe(_Recipe, ["--size", "80", "--shape.width", "64", "--arms", "[b]"])
+    assert (r.size, r.shape, r.arms, r.rate) == (80, _Shape(width=64, depth=2), ("b",), 1e-3)
+    config = tmp_path / "r.yaml"
+    config.write_text("size: 5\nshape:\n  depth: 7\n")
+    from_yaml = parse_recipe(_Recipe, ["--config_path", str(config)])
+    assert (from_yaml.size, from_yaml.shape) == (5, _Shape(width=8, depth=7))
+    assert parse_recipe(_Recipe, ["--config_path", str(config), "--size", "6"]).size == 6  # flags win
+
+
+def test_an_overridden_recipe_gets_its_own_version(tmp_path):
+    assert parse_recipe(_Recipe, []).version == "2026.01.01"
+    a, b = parse_recipe(_Recipe, ["--size", "80"]), parse_recipe(_Recipe, ["--size", "81"])
+    assert re.fullmatch(r"2026\.01\.01\.\d{8}", a.version) and a.version != b.version
+    assert parse_recipe(_Recipe, ["--size", "80"]).version == a.version  # the same override resumes
+    config = tmp_path / "r.yaml"
+    config.write_text("size: 80\n")
+    assert parse_recipe(_Recipe, ["--config_path", str(config)]).version == a.version
+    assert parse_recipe(_Recipe, ["--size", "80", "--version", "2026.02.01"]).version == "2026.02.01"
+    assert parse_recipe(_Recipe, ["--size", "80", "--version", "x-dev"]).version == "x-dev"
+    assert overrides(a, _Recipe()) == [f"version: '2026.01.01' -> '{a.version}'", "size: 10 -> 80"]
+
+
+def test_bad_recipe_flags_exit_with_usage(tmp_path, capsys):
+    for argv in (["--sise", "3"], ["--size", "many"], ["--config_path", str(tmp_path / "missing.yaml")]):
+        with pytest.raises(SystemExit) as e:
+            parse_recipe(_Recipe, argv)
+        assert e.value.code == 2
+        assert "error" in capsys.readouterr().err
+
+
+def test_the_demo_plan_reflects_an_override(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
+    demo = load_experiment("local_demo")
+
+    def targets(d):
+        g = demo.build(d)
+        return [g.report, g.eval_sets]
+
+    assert main(targets, "demo", [], recipe=demo.Demo) == 0
+    pinned = capsys.readouterr().out
+    assert "terminalworld/corpus/recorded@2026.12.03\n" in pinned and "overridden" not in pinned
+    assert main(targets, "demo", ["--trajectories", "80", "--tiny.hidden_dim", "64"], recipe=demo.Demo) == 0
+    out = capsys.readouterr().out
+    version = re.search(r"terminalworld/corpus/recorded@(2026\.12\.03\.\d{8})\n", out).group(1)
+    assert out.startswith(f"recipe Demo, overridden: version: '2026.12.03' -> '{version}'; trajectories: 160 -> 80;")
+    assert "@2026.12.03\n" not in out  # every artifact of the overridden recipe has its version
+    assert '"trajectories": 80' in out and '"hidden_dim": 64, "intermediate_dim": 96' in out
+    assert f"output:    {tmp_path}/terminalworld/corpus/recorded/{version}\n" in out
+
+
+def test_every_experiment_recipe_parses_with_draccus():
+    for name, cls in (("local_demo", "Demo"), ("echo_local", "EchoLocal")):
+        recipe = getattr(load_experiment(name), cls)
+        assert parse_recipe(recipe, []) == recipe()
+        assert "recipe=" + cls in (REPO_ROOT / "experiments" / f"{name}.py").read_text()

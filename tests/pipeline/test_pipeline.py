@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 from terminalworld.pipeline import artifacts
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 
 def _plan(script, **env):

@@ -30,8 +30,8 @@ def plan_of(name: str) -> list[dict[str, str]]:
 
     targets: list = []
 
-    def capture(found, *args, **kwargs) -> int:
-        targets.extend(found)
+    def capture(found, *args, recipe=None, **kwargs) -> int:
+        targets.extend(found(recipe()) if recipe is not None else found)  # a recipe at its defaults
         return 0
 
     folder = str(REPO_ROOT / "experiments")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 
 SNAPSHOT = REPO_ROOT / "docs" / "snapshots" / "local-demo"
 STRICT_BUILD_SECONDS = 60
@@ -44,15 +44,14 @@ def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> BuiltSite:
-    """The site as CI builds it: `docs build` from the committed snapshot, then a strict build."""
+    """The site as a fresh clone builds it: `docs build` with no flags (the committed snapshot), then a
+    strict build."""
     from terminalworld.report.site import DocsBuildConfig, build_docs
 
     root = tmp_path_factory.mktemp("docs-site")
     docs = copy_docs(root)
     start = time.monotonic()
-    build_docs(
-        DocsBuildConfig(results=[str(docs / "snapshots" / "local-demo")], out=str(docs), checkout=str(REPO_ROOT))
-    )
+    build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT)))
     done = mkdocs_build(root, root / "site")
     assert done.returncode == 0, done.stderr[-3000:]
     return BuiltSite(root=root, site=root / "site", seconds=time.monotonic() - start)

@@ -1,7 +1,7 @@
 """The built docs site in a real browser: Debian's chromium driven by Playwright, over HTTP on
 127.0.0.1. Every page: no console error, nothing fetched from elsewhere, every link resolving,
 every image loaded, every results table with the expected rows, every Reproduce commit in the
-history. A failure leaves a screenshot of each page in the artifacts folder."""
+history, no path of the machine that built the pages or the snapshot. A failure leaves a screenshot of each page in the artifacts folder."""
 
 import functools
 import json
@@ -19,10 +19,12 @@ from urllib.parse import urldefrag, urlparse
 import pytest
 
 from terminalworld.report.site import TABLES
-from tests.conftest import REPO_ROOT
+from tests.paths import REPO_ROOT
 from tests.report.conftest import SNAPSHOT
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+# An absolute path of a machine's own folders (the sandbox's /testbed or /logs are the project's).
+MACHINE_PATH = re.compile(r"(?<![\w.~{}-])/(?:home|root|tmp|work|Users|mnt|private|var/folders|opt|srv)/[^\s`'\")]*")
 # Where screenshots go on failure (CI may point it at a folder it keeps).
 ARTIFACTS = Path(os.environ.get("TERMINALWORLD_TEST_ARTIFACTS", REPO_ROOT / "tmp" / "artifacts")) / "docs-site"
 
@@ -73,6 +75,19 @@ def _in_history(commit: str) -> bool:
     return subprocess.run(command, capture_output=True).returncode == 0
 
 
+def _machine_paths(text: str, local: list[str]) -> list[str]:
+    return sorted({*MACHINE_PATH.findall(text), *(p for p in local if p in text)})
+
+
+def test_machine_path_finder_sees_the_paths_a_page_must_not_show():
+    snapshot_from = json.loads((SNAPSHOT / "snapshot.json").read_text())["from"]
+    assert _machine_paths(f"From `{snapshot_from[0]}`.", []) == [snapshot_from[0]]
+    assert _machine_paths("MARIN_PREFIX=/home/me/local-prefix uv run", []) == ["/home/me/local-prefix"]
+    assert _machine_paths("x at /srv/ci/checkout", ["/srv/ci"]) == ["/srv/ci", "/srv/ci/checkout"]
+    shown = "`{MARIN_PREFIX}/terminalworld/reports/x/1`, /testbed, /logs/verifier/reward.txt, gs://b/tmp/x"
+    assert _machine_paths(shown, []) == []
+
+
 def test_every_page_in_a_real_browser(built_site, server):
     from playwright.sync_api import sync_playwright
 
@@ -81,6 +96,7 @@ def test_every_page_in_a_real_browser(built_site, server):
     tables = json.loads((built_site.site / TABLES).read_text())
     arms = [a["arm"] for a in json.loads(next(SNAPSHOT.rglob("report.json")).read_text())["arms"]]
     problems: dict[str, list[str]] = {}
+    local = [str(REPO_ROOT), str(built_site.root), *json.loads((SNAPSHOT / "snapshot.json").read_text())["from"]]
     checked_links: dict[str, int] = {}
     commits: set[str] = set()
     with sync_playwright() as pw:
@@ -111,6 +127,8 @@ def test_every_page_in_a_real_browser(built_site, server):
                     commits.add(m.group(1))
                     if not _in_history(m.group(1)):
                         found.append(f"link {href}: commit {m.group(1)} is not in the repository's history")
+            if paths := _machine_paths(tab.inner_text("body"), local):
+                found.append(f"machine paths on the page: {paths}")
             md = rel.removesuffix(".html") + ".md"
             shown = tab.eval_on_selector_all(
                 "article table", "ts => ts.map(t => [...t.tBodies[0].rows].map(r => r.cells[0].textContent.trim()))"

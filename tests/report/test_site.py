@@ -15,11 +15,12 @@ from terminalworld.report.site import (
     SNAPSHOT_MANIFEST,
     DocsBuildConfig,
     build_docs,
+    default_results,
     find_reports,
     locked_versions,
     upstream,
 )
-from tests.conftest import FIXTURES, REPO_ROOT
+from tests.paths import FIXTURES, REPO_ROOT
 from tests.report.conftest import SNAPSHOT, STRICT_BUILD_SECONDS, copy_docs, mkdocs_build
 
 VERSION = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["reports"][0].rpartition("@")[2]
@@ -64,9 +65,13 @@ def test_result_page_reproduce_section_matches_provenance(tmp_path):
     assert f"[`{commit}`]({URL}/tree/{commit}) (clean tree)" in page
     assert f"`{' '.join(prov['command_line'])}`" in page
     assert "uv run python experiments/local_demo.py --run" in page
-    assert f"`{record['output_path']}`" in page
+    # Artifacts by their logical path: the machine that built the snapshot is nowhere on the page.
+    assert f"`{{MARIN_PREFIX}}/{record['name']}/{VERSION}`" in page
+    assert record["output_path"] not in page and "MARIN_PREFIX=/" not in page
     for dep, _, rec in upstream(find_reports(str(REPORT))[0]):
-        assert f"| `{dep}` | `{rec['output_path']}` | {rec['provenance']['base_commit']} |" in page
+        name, version = dep.rsplit("@", 1)
+        assert f"| `{dep}` | `{{MARIN_PREFIX}}/{name}/{version}` | {rec['provenance']['base_commit']} |" in page
+        assert rec["output_path"] not in page
     assert (
         f"sim-ppl-eval/sim_ppl_base@{VERSION}" in record["deps"]
         and f"agent-eval/heldout-tasks/base@{VERSION}" in record["deps"]
@@ -82,6 +87,9 @@ def test_result_page_tables_come_from_the_artifact(tmp_path):
     arms = [a["arm"] for a in json.loads((REPORT / "report.json").read_text())["arms"]]
     tables = json.loads((docs / "results" / "tables.json").read_text())["results/world-model-probe.md"]
     assert tables[:3] == [arms, arms, arms]  # PPL, per-trajectory counts, length buckets
+    # One order of models in every table, the simulator's included (metrics.json sorts their keys).
+    by_model = [t for t in tables if set(t) == set(arms)]
+    assert len(by_model) >= 8 and all(t == arms for t in by_model), by_model
     metrics = json.loads((REPORT / "metrics.json").read_text())
     assert f"**{metrics['n_common']}** held-out trajectories" in page
     median = next(c for c in metrics["checkpoints"] if c["name"] == "assistant")["median_ppl"]
@@ -138,7 +146,7 @@ def test_snapshot_copies_the_report_and_its_upstream_records(tmp_path):
         f"terminalworld/reports/world-model-probe@{VERSION}"
     ]
     origin = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"][0]
-    assert f"`{origin}`" in page  # the provenance's path
+    assert origin not in page and f"`{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}`" in page
     _build(docs, [str(REPORT)], snapshot=str(dest))  # a snapshot replaces an earlier one
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -163,8 +171,8 @@ def test_artifacts_are_read_through_fsspec(tmp_path):
 
 def test_every_report_type_has_a_page_without_results(tmp_path):
     docs = copy_docs(tmp_path)
-    page = _build(docs, [])
-    assert '!!! note "No results yet"' in page
+    _build(docs, [str(REPORT)])
+    assert '!!! note "No results yet"' in (docs / "results" / "echo.md").read_text()
     assert {p.name for p in (docs / "reference").glob("*.md")} == {
         f"{s}.md"
         for s in ("index", "core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")
@@ -200,6 +208,29 @@ def test_inputs_users_get_wrong_are_one_line_errors(tmp_path):
         _build(docs, [])
 
 
+def test_without_results_the_pages_come_from_the_committed_snapshot(tmp_path):
+    docs = copy_docs(tmp_path)
+    built = build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT), repo_url=URL))
+    assert built["built_from"] == f"the committed snapshot: {docs / 'snapshots' / 'local-demo'}"
+    assert default_results(str(docs)) == [str(docs / "snapshots" / "local-demo")]
+    for slug in ("world-model-probe", "echo"):
+        page = (docs / "results" / f"{slug}.md").read_text()
+        assert "No results yet" not in page and "### Reproduce" in page and f"## {VERSION}" in page
+    shutil.rmtree(docs / "snapshots")
+    with pytest.raises(InputError, match="no --results given and no committed snapshot") as e:
+        build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT), repo_url=URL))
+    assert "\n" not in str(e.value)
+
+
+def test_strict_build_before_docs_build_names_the_command(tmp_path):
+    docs = copy_docs(tmp_path)
+    done = mkdocs_build(tmp_path, tmp_path / "site")
+    assert done.returncode != 0
+    assert "run `uv run terminalworld docs build` first" in done.stderr
+    assert not (tmp_path / "site" / "index.html").exists()
+    assert docs.is_dir()
+
+
 def test_repo_url_comes_from_the_flag_or_mkdocs_yml(tmp_path):
     docs = copy_docs(tmp_path)
     build_docs(DocsBuildConfig(results=[str(SNAPSHOT)], out=str(docs), checkout=str(REPO_ROOT)))
@@ -220,7 +251,10 @@ def test_cli_builds_the_pages_and_reports_errors_in_one_line(tmp_path, capsys):
     assert main([*args, "--results", str(SNAPSHOT)]) == 0
     assert "results/world-model-probe.md" in json.loads(capsys.readouterr().out)["pages"]
     assert main([*args, "--results", str(tmp_path / "nothing")]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no report artifact here" in err
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["built_from"].startswith("the committed snapshot: ")
 
 
 def test_site_builds_strictly_from_the_snapshot_in_under_a_minute(built_site):
@@ -247,7 +281,6 @@ def test_no_external_fetch_in_the_built_site(built_site):
     assert "fonts.googleapis" not in "".join(p.read_text() for p in built_site.site.rglob("*.css"))
 
 
-@pytest.mark.skipif(not (FIXTURES / "mini-swe-agent").is_dir(), reason="the real fixtures are not beside the repo")
 def test_loss_mask_example_is_the_current_show_mask_output(capsys):
     from terminalworld.train.maskview import ShowMaskConfig, show_mask
 

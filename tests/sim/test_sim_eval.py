@@ -45,7 +45,7 @@ class Constant:
 def setup(tmp_path_factory):
     from terminalworld.core.formats import load_trajectories
     from terminalworld.core.heldout import heldout_row
-    from tests.conftest import SWE_ZERO
+    from tests.paths import SWE_ZERO
 
     rows = [
         heldout_row(t, context_turns=2) | {"instance_id": f"{t.instance_id}-{i}"}

@@ -18,7 +18,7 @@ from terminalworld.core.views import agent_messages
 from terminalworld.train.echo.loss import EchoLossConfig, echo_loss, grpo_advantages
 from terminalworld.train.echo.update import env_cross_entropy, sequence_logprobs, update
 from terminalworld.train.rollout import replayed
-from tests.conftest import SWE_ZERO
+from tests.paths import SWE_ZERO
 
 
 @pytest.fixture(scope="module")

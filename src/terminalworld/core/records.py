@@ -12,7 +12,6 @@ import gzip
 import io
 import json
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from typing import Any
 import fsspec
 from fsspec.core import url_to_fs
 
+from terminalworld.core import scratch
 from terminalworld.errors import InputError
 
 
@@ -210,7 +210,7 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
         return
     folder = os.path.dirname(os.path.abspath(fspath))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(fspath)}.", suffix=".tmp")
+    fd, tmp = scratch.make_file(f".{os.path.basename(fspath)}.", folder, ".tmp")  # a killed write's is swept
     try:
         with os.fdopen(fd, mode) as f:
             yield f

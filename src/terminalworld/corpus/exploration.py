@@ -14,11 +14,10 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from terminalworld.core import scratch
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.corpus.actions import Step, workspace_root
 from terminalworld.env.codetrees import CodeTree, materialize, normalize_times
@@ -270,7 +269,7 @@ class Policy:
 def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: SandboxConfig) -> list[CommandResult]:
     """Run `commands` in order in one sandbox over a fresh copy of `tree` (removed afterwards), file
     times pinned after each so that listings do not depend on when they ran."""
-    work = tempfile.mkdtemp(prefix="tw-rec-", dir=workspace_root())
+    work = scratch.make_dir("tw-rec-", workspace_root())
     os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
     try:
         repo_dir = materialize(tree, Path(work) / "repo")
@@ -281,4 +280,4 @@ def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: Sandb
             normalize_times(repo_dir)
         return results
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        scratch.remove_tree(work)

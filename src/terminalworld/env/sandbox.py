@@ -1,24 +1,40 @@
 """A bubblewrap sandbox that runs one shell command in a repository and returns what it printed.
 
-Threat model: a hostile model issuing arbitrary bash. It must not read host secrets, write outside its
-repository copy, reach a network, keep or regain a privilege, exhaust the host's memory, processes,
-disk or CPU, or outlive its command. Kernel exploits and side channels are out of scope.
+Threat model: a hostile model issuing arbitrary bash, which also fights back: against its own
+processes, against host-side code that walks, hands back or reads what it wrote, and against limits
+user space counts. It must not read host secrets, write outside its repository copy (and bound
+folders), reach a network, keep or regain a privilege, exhaust the host's memory, processes, disk or
+CPU, outlive its command, forge a reward, or drive the operator's terminal. Not defended: kernel
+exploits (the kernel is shared) and timing side channels; /proc/self/mountinfo still names the host
+folders bound in (bwrap cannot hide a bind mount's source).
 
 Each command gets fresh user, mount, pid, network, IPC, UTS and cgroup namespaces, no capability,
-no_new_privs and no nested user namespace. Inside it is uid 0 (`ls -l` shows `root root`, as in
-SWE-ZERO's containers) mapped to an unprivileged host uid: the caller's, or `SandboxConfig.host_uid`
-(65534) when the caller is root, since host root escapes RLIMIT_NPROC and owns every root-only file;
-a root host therefore gives the repository copy to that uid, which must be able to reach it. Visible:
-system folders read-only, minus what not every user may read (/etc/shadow, ssh host keys, ...); the
-repository, writable, at /testbed; private /tmp and /dev/shm. Not: /root, /home, the project, the
-host's environment (bwrap gets none either, as it is pid 1 inside).
+no_new_privs, and a seccomp filter (`env.seccomp`: no ptrace or process-memory calls, no kernel
+keyring, no nested user namespace, ...) that bwrap loads into the sandbox's pid 1 too. Inside it is
+uid 0 (`ls -l` shows `root root`, as in SWE-ZERO's containers) mapped to an unprivileged host uid:
+the caller's, or `SandboxConfig.host_uid` (65534) when the caller is root, since host root escapes
+RLIMIT_NPROC and owns every root-only file; a root host therefore gives the repository copy to that
+uid, which must be able to reach it. Visible: system folders read-only, minus what not every user
+may read (/etc/shadow, ssh host keys, ...); the repository, writable, at /testbed; private /tmp and
+/dev/shm. Not: /root, /home, the project, the host's environment (bwrap gets none either, as it is
+pid 1 inside), host paths in bwrap's command line (its options come through a memfd).
 
-Limits, each named by a note after the output: wall time (the process tree is killed); memory
-(RLIMIT_AS per process, see `memory_limit_kind`); processes (RLIMIT_NPROC, per sandbox since Linux
-5.14 as each has its own user namespace, per host uid before); disk (the repository may grow by
-`disk_bytes`, measured while the command runs and after; files are capped at `max_file_bytes`); CPU
-(RLIMIT_CPU per process). RLIMIT_AS sends no signal, so its note relies on the errors printed (best
-effort), and shared memory escapes it; sandboxed processes are the OOM killer's first pick.
+Nothing outlives a command (`env.launch`): its end SIGKILLs the sandbox's pid 1 through a pidfd
+taken before anything ran inside, so the kernel kills the whole pid namespace whatever the command
+did to its processes, and `run` returns only once that pid 1 has exited (every process of the
+namespace reaped) and, with a cgroup, the group is empty. Only then does host-side code touch the
+copy, and every walk of it (`env.walk`: hand-over, hand-back, disk accounting, downloads) goes
+through directory descriptors that never follow a symlink, reach any depth, and skip entries that
+vanish; the hand-back clears setuid and setgid bits.
+
+Limits, each named by a note after the output: wall time; memory (with the cgroup v1 memory
+controller, on a root host that has it, over the whole command with memfd and shared memory
+charged, plus RLIMIT_AS per process; see `memory_limit_kind`); processes (RLIMIT_NPROC, per
+sandbox since Linux 5.14 as each has its own user namespace, per host uid before); disk (the copy may
+grow by `disk_bytes`, measured while the command runs and after, each name counting 4 KiB and each
+inode's blocks once; files are capped at `max_file_bytes`); CPU (RLIMIT_CPU per process). The disk
+cap is measured, not a property of the filesystem (the copy lives where the caller put it).
+Sandboxed processes are the OOM killer's first pick.
 
 Output keeps head and tail like SWE-ZERO (`... (output truncated, N chars elided) ...`), counted
 exactly; the environment is fixed (LC_ALL=C, TZ=UTC, HOME, PATH). bwrap is the static binary of
@@ -42,9 +58,9 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from terminalworld.env import cgroup, launch, walk
 from terminalworld.errors import InputError, SandboxUnavailable
 
 REPO_MOUNT = "/testbed"
@@ -53,9 +69,9 @@ _SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/l
 _SECRETS = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d"}
 _SECRETS |= {"/etc/ssl/private", "/etc/security/opasswd"}
 _RESERVED = {"", "proc", "dev", "tmp", REPO_MOUNT[1:], *(d[1:] for d in _SYSTEM_DIRS)}  # not for binds
-_ENTRY_BYTES = 4096  # the least an entry charges to the disk cap, so floods of empty files meet it too
 # uid 0 inside is the unprivileged host uid; no capability survives and none can be regained.
-_ISOLATION = "--unshare-user --uid 0 --gid 0 --cap-drop ALL --disable-userns --unshare-net --unshare-pid "
+# No nested user namespace: the seccomp filter denies it (bwrap's --disable-userns excludes the handshake).
+_ISOLATION = "--unshare-user --uid 0 --gid 0 --cap-drop ALL --unshare-net --unshare-pid "
 _ISOLATION += "--unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent --new-session"
 
 
@@ -77,6 +93,9 @@ class SandboxConfig:
     host_uid: int = 65534  # what a root caller runs sandboxes as; any other caller runs them as itself
     host_gid: int = 65534
     bwrap: str | None = None  # see `bwrap_path`
+    # The memory limit over the whole command (see `memory_limit_kind`): moving each command's pid 1
+    # into its cgroup waits for an RCU grace period (milliseconds, more on a busy host).
+    memory_cgroup: bool = True
 
 
 @dataclass(frozen=True)
@@ -92,9 +111,10 @@ class CommandResult:
 
 
 def memory_limit_kind() -> str:
-    """The memory limit in force: "rlimit", RLIMIT_AS on each process of a command. (A cgroup v2
-    limit over the whole command would be "cgroup"; this module does not set one yet.)"""
-    return "rlimit"
+    """The memory limit in force: "cgroup-v1", over all of a command's memory (memfd and shared
+    memory included) by the v1 memory controller, plus RLIMIT_AS per process; else "rlimit",
+    RLIMIT_AS per process only (an unprivileged caller, or a host without a usable v1 hierarchy)."""
+    return "cgroup-v1" if cgroup.parents() is not None else "rlimit"
 
 
 def bwrap_path(choice: str | None = None) -> str:
@@ -196,13 +216,6 @@ def _sandbox_args(config: SandboxConfig, ident: tuple[int, int] | None, repo_arg
     return args + [a for k, v in env.items() for a in ("--setenv", k, v)]
 
 
-def _spawn_ids(ident: tuple[int, int] | None) -> dict:
-    # Popen switches identity in C between fork and exec: thread-safe, unlike preexec_fn, and one exec
-    # cheaper than a setpriv wrapper. No environment: bwrap is pid 1 inside, its /proc/1/environ readable.
-    ids = {} if ident is None else {"user": ident[0], "group": ident[1], "extra_groups": []}
-    return {"cwd": "/", "env": {}, **ids}
-
-
 _ENABLE_USERNS = (
     "enable them: sysctl -w user.max_user_namespaces=15000 (and kernel.unprivileged_userns_clone=1 on Debian/Ubuntu, "
     "kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu >= 23.10; in a container, allow unshare/clone)"
@@ -216,14 +229,17 @@ def _probe(bwrap: str, ident: tuple[int, int] | None) -> str | None:
         with contextlib.suppress(OSError), open(f"/proc/sys/{name}") as f:
             if f.read().strip() == "0":
                 return f"user namespaces are disabled on this host ({name.replace('/', '.')} = 0); {_ENABLE_USERNS}"
-    argv = [bwrap, *_sandbox_args(SandboxConfig(), ident, ["--dir", REPO_MOUNT]), "/bin/true"]
+    options = _sandbox_args(SandboxConfig(), ident, ["--dir", REPO_MOUNT])
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, **_spawn_ids(ident))
+        started = launch.launch(bwrap, options, ["/bin/true"], ident, None)
+        err = started.proc.communicate(timeout=30)[0].decode(errors="replace")
+        started.end()
     except (OSError, subprocess.SubprocessError) as e:
         return f"bwrap {bwrap} cannot start: {e}"
+    proc = started.proc
     if proc.returncode == 0:
         return None
-    err = " ".join(proc.stderr.split()) or f"exit status {proc.returncode}"
+    err = " ".join(err.split()) or f"exit status {proc.returncode}"
     if re.search(r"namespace|uid map|Operation not permitted|No space left", err):
         return f"bwrap cannot create a user namespace here ({err}); {_ENABLE_USERNS}"
     return f"bwrap {bwrap} does not run here: {err}"
@@ -237,43 +253,6 @@ def check_available(config: SandboxConfig | None = None) -> None:
     problem = _probe(_runnable_bwrap(bwrap_path(config.bwrap), ident), ident)
     if problem is not None:
         raise SandboxUnavailable(problem)
-
-
-def _entries(root: str, *, unlock: bool = False) -> Iterator[tuple[str, os.stat_result]]:
-    """Every entry under `root` with its lstat, symlinks never followed. `unlock` briefly opens folders
-    a command made unreadable to a non-root host (same uid); only while nothing runs in the sandbox."""
-    stack = [root]
-    while stack:
-        folder, mode, found = stack.pop(), None, []
-        try:
-            if unlock and not os.access(folder, os.R_OK | os.X_OK):
-                mode = os.lstat(folder).st_mode
-                os.chmod(folder, mode | 0o500)
-            with os.scandir(folder) as it:
-                found = [(e.path, e.stat(follow_symlinks=False)) for e in it]
-        except OSError:
-            pass
-        finally:
-            if mode is not None:
-                os.chmod(folder, stat.S_IMODE(mode))
-        for path, st in found:
-            yield path, st
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(path)
-
-
-def _tree_bytes(root: str, *, unlock: bool = False) -> int:
-    """What the tree under `root` occupies: allocated blocks, at least `_ENTRY_BYTES` per entry, each
-    hard-linked file once."""
-    sizes = {(st.st_dev, st.st_ino): max(st.st_blocks * 512, _ENTRY_BYTES) for _, st in _entries(root, unlock=unlock)}
-    return sum(sizes.values())
-
-
-def _give_tree(root: str, uid: int, gid: int) -> None:
-    """Make `uid`/`gid` own `root` and everything under it (symlinks themselves, never their targets)."""
-    for path, st in [(root, os.lstat(root)), *_entries(root)]:
-        if (st.st_uid, st.st_gid) != (uid, gid):
-            os.chown(path, uid, gid, follow_symlinks=False)
 
 
 class _Output:
@@ -326,7 +305,7 @@ class Sandbox:
         counted in its disk cap: a harness's `/tests` or `/logs`. Each must not shadow a system folder."""
         self.repo_dir = os.path.abspath(repo_dir)
         self.config = config
-        self.memory_limit_kind = memory_limit_kind()
+        self.memory_limit_kind = memory_limit_kind() if config.memory_cgroup else "rlimit"
         self.binds = {inside: os.path.abspath(host) for inside, host in (binds or {}).items()}
         if bad := [p for p in self.binds if not p.startswith("/") or p.split("/")[1] in _RESERVED]:
             raise InputError(f"{bad[0]}: binds go to absolute paths outside the system folders and /testbed")
@@ -341,10 +320,11 @@ class Sandbox:
                     f"sandboxes run as uid {self._ident[0]} on this root host and cannot reach {path} "
                     f"({blocked} has mode {mode:o}); use a folder every user may traverse, such as one under /tmp"
                 )
-        bwrap = _runnable_bwrap(bwrap_path(config.bwrap), self._ident)
+        self._bwrap = _runnable_bwrap(bwrap_path(config.bwrap), self._ident)
         mounts = ["--bind", self.repo_dir, REPO_MOUNT]
         mounts += [a for inside, host in sorted(self.binds.items()) for a in ("--bind", host, inside)]
-        self._prefix = [bwrap, *_sandbox_args(config, self._ident, mounts)]
+        self._options = _sandbox_args(config, self._ident, mounts)
+        self._grouped = config.memory_cgroup and self._ident is not None and cgroup.parents() is not None
         self.claim_repo()
 
     def give_back(self, uid: int, gid: int) -> None:
@@ -352,22 +332,30 @@ class Sandbox:
         host lent them to the sandbox); only while no command runs."""
         if self._ident:
             for path in [self.repo_dir, *self.binds.values()]:
-                _give_tree(path, uid, gid)
+                walk.give_tree(path, uid, gid)
 
     def _bytes(self, *, unlock: bool = False) -> int:
-        return sum(_tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
+        return sum(walk.tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
+
+    def _over_disk(self, cfg: SandboxConfig) -> bool:
+        """Whether the copy grew past the cap while a command runs (a tree moved under the walk is
+        measured again at the next poll, and exactly once the command is gone)."""
+        try:
+            return self._bytes() - self._base_bytes > cfg.disk_bytes
+        except walk.TreeChanged:
+            return False
 
     def claim_repo(self) -> None:
         """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
         and take their size as the base of the disk cap. Call it again after the host adds files."""
         if self._ident:
             for path in [self.repo_dir, *self.binds.values()]:
-                _give_tree(path, *self._ident)
+                walk.give_tree(path, *self._ident)
         self._base_bytes = self._bytes(unlock=True)
 
     def argv(self, command: str) -> list[str]:
-        """The bwrap command line for `command`: an outer shell inside sets the limits (no capability
-        inside can raise a hard limit again), then runs the command in a fresh bash exactly as given."""
+        """What bwrap runs inside for `command`: an outer shell sets the limits (no capability inside
+        can raise a hard limit again), then runs the command in a fresh bash exactly as given."""
         cfg = self.config
 
         def cap(kind: int, value: int) -> int:
@@ -381,16 +369,22 @@ class Sandbox:
         cpu = cap(resource.RLIMIT_CPU, cfg.cpu_s + 1)
         script = "{ echo 1000 >/proc/self/oom_score_adj; } 2>/dev/null; "
         script += f'ulimit {limits} && ulimit -St {max(cpu - 1, 1)} && ulimit -Ht {cpu} && exec /bin/bash -c "$1"'
-        return [*self._prefix, "/bin/bash", "-c", script, "bash", command]
+        return ["/bin/bash", "-c", script, "bash", command]
 
     def run(self, command: str, *, timeout_s: float | None = None) -> CommandResult:
         """Run `command` under every limit (the wall limit `timeout_s`, default the config's) and
         return what an agent would see. Nothing the command does raises; afterwards the host is
         unchanged apart from the repository copy and the bound folders."""
         cfg = self.config if timeout_s is None else replace(self.config, timeout_s=timeout_s)
-        pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
         start = time.monotonic()
-        proc = subprocess.Popen(self.argv(command), **pipes, start_new_session=True, **_spawn_ids(self._ident))
+        group = cgroup.Group(cfg.memory_bytes) if self._grouped else None
+        try:
+            started = launch.launch(self._bwrap, self._options, self.argv(command), self._ident, group)
+        except BaseException:
+            if group is not None:
+                group.stop()
+            raise
+        proc = started.proc
         assert proc.stdout is not None
         fd, out = proc.stdout.fileno(), _Output(cfg.head_chars, cfg.tail_chars)
         deadline, next_poll, stopped = start + cfg.timeout_s, start + cfg.disk_poll_s, "error"
@@ -401,7 +395,7 @@ class Sandbox:
                     stopped = "time"
                     break
                 if now >= next_poll:
-                    if self._bytes() - self._base_bytes > cfg.disk_bytes:
+                    if self._over_disk(cfg):
                         stopped = "disk"
                         break
                     # Measuring a huge tree takes long: never spend most of the time measuring.
@@ -412,20 +406,22 @@ class Sandbox:
                         stopped = None
                         break
                     out.feed(chunk)
+            if stopped is None:  # every writer closed the output; a process may still run without it
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                stopped = None if proc.returncode is not None else "time"
         finally:
-            if stopped:
-                # Killing bwrap kills the sandbox: its pid namespace dies with it (--die-with-parent).
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+            oom_kills = group.oom_kills() if group is not None else 0
+            started.end()  # every process of the sandbox is gone before the host looks at the copy
             proc.stdout.close()
-            returncode = proc.wait()
+        returncode = proc.returncode
         output, elided = out.render()
         grown = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
             "disk": stopped == "disk" or grown > cfg.disk_bytes,
-            "memory": bool(_MEMORY_ERRORS.search(seen)),
+            "memory": oom_kills > 0 or bool(_MEMORY_ERRORS.search(seen)),
             "processes": bool(_FORK_ERRORS.search(seen)),
             "cpu": returncode == 128 + signal.SIGXCPU or "CPU time limit exceeded" in seen,
             "file_size": returncode == 128 + signal.SIGXFSZ or "File size limit exceeded" in seen,

@@ -6,16 +6,28 @@ workers of a sharded step, what it needs, and its materialized config. `--run` b
 that ask for accelerators are refused outside a cluster unless `--local` says to run them here
 anyway. A failing step ends the run with one line naming the step and the log that holds its
 traceback (`{output}/failure.log`).
+
+An experiment whose sizes live in a recipe dataclass passes the class and a function from a recipe
+to its targets; the recipe is then parsed with draccus, as Marin and Levanter parse theirs: every
+field is a flag (`--trajectories 80`), nested dataclasses' fields are dotted (`--tiny.hidden_dim 64`),
+and `--config_path file.yaml` reads a YAML file that the flags override in turn. An overridden
+recipe must not be served the pinned recipe's artifacts (Marin serves a finished artifact of the
+same name and version whatever its recipe), so each recipe, nested ones included, that differs
+from its defaults while keeping the default `version` gets `{version}.{digest}`: a calendar version
+whose last part is 8 digits of the SHA-256 of the recipe. The same override is the same version, so
+a rerun resumes; a `--version` given explicitly is kept as it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import logging
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from terminalworld.errors import StepFailed, TerminalworldError
@@ -23,6 +35,7 @@ from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, is_clus
 from terminalworld.pipeline.zephyr import Workers
 
 LAUNCH_HINT = "uv run iris --cluster=CLUSTER job run -- python {script} --run"
+_CALVER = re.compile(r"^\d{4}\.\d{2}\.\d{2}")  # Marin's calendar versions: YYYY.MM.DD, optionally .N
 
 
 def _handles(targets: Sequence[Any]) -> list:
@@ -100,13 +113,105 @@ def _on_cluster() -> bool:
     return not isinstance(current_client(), LocalClient)
 
 
-def main(targets: Sequence[Any], description: str, argv: Sequence[str] | None = None) -> int:
+def versioned[R](recipe: R, default: R) -> R:
+    """`recipe` with every dataclass in it (itself included) that differs from `default` while
+    keeping its default calendar `version` moved to `{version}.{8-digit digest of the recipe}`."""
+    nested = {
+        f.name: versioned(getattr(recipe, f.name), getattr(default, f.name))
+        for f in dataclasses.fields(recipe)
+        if dataclasses.is_dataclass(getattr(recipe, f.name))
+        and type(getattr(default, f.name)) is type(getattr(recipe, f.name))
+    }
+    recipe = dataclasses.replace(recipe, **nested) if nested else recipe
+    version = getattr(default, "version", None)
+    if recipe == default or not isinstance(version, str) or recipe.version != version:
+        return recipe
+    if not (calver := _CALVER.match(version)):
+        return recipe  # a mutable `dev` version rebuilds anyway
+    import draccus
+
+    encoded = json.dumps(draccus.encode(recipe), sort_keys=True, default=str).encode()
+    digest = int(hashlib.sha256(encoded).hexdigest(), 16) % 10**8
+    return dataclasses.replace(recipe, version=f"{calver.group(0)}.{digest:08d}")
+
+
+def overrides(recipe: Any, default: Any, prefix: str = "") -> list[str]:
+    """The fields of `recipe` that differ from `default`, dotted, as `name: default -> value`."""
+    changed = []
+    for f in dataclasses.fields(recipe):
+        new, old = getattr(recipe, f.name), getattr(default, f.name)
+        if dataclasses.is_dataclass(new) and type(new) is type(old):
+            changed += overrides(new, old, f"{prefix}{f.name}.")
+        elif new != old:
+            changed.append(f"{prefix}{f.name}: {old!r} -> {new!r}")
+    return changed
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: _merged(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v for k, v in over.items()
+    } | {k: v for k, v in base.items() if k not in over}
+
+
+def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = None) -> R:
+    """The recipe of `argv`, parsed with draccus and versioned by `versioned`: the class's defaults
+    (its default instance, so nested recipes built by a factory keep their values), then the YAML of
+    `--config_path`, then the flags, nested fields dotted. Bad flags exit with status 2 and usage."""
+    import tempfile
+
+    import draccus
+    import yaml
+
+    pre = argparse.ArgumentParser(prog=prog, add_help=False)
+    pre.add_argument("--config_path")
+    known, rest = pre.parse_known_args(argv)
+    layers = draccus.encode(recipe())
+    if known.config_path:
+        try:
+            with open(known.config_path) as f:
+                given = yaml.safe_load(f) or {}
+        except (OSError, yaml.YAMLError) as e:
+            pre.error(f"--config_path {known.config_path}: {type(e).__name__}: {e}".split("\n")[0])
+        if not isinstance(given, dict):
+            pre.error(
+                f"--config_path {known.config_path}: a YAML mapping of the recipe's fields, not {type(given).__name__}"
+            )
+        layers = _merged(layers, given)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        yaml.safe_dump(layers, f)
+        f.flush()
+        try:
+            parsed = draccus.parse(recipe, config_path=f.name, args=list(rest), prog=prog)
+        except draccus.utils.DraccusException as e:  # a value of the wrong type; unknown flags exit in draccus
+            pre.error(str(e).split("\n")[0])
+    return versioned(parsed, recipe())
+
+
+def main[R](
+    targets: Sequence[Any] | Callable[[R], Sequence[Any]],
+    description: str,
+    argv: Sequence[str] | None = None,
+    *,
+    recipe: type[R] | None = None,
+) -> int:
     """Print the plan, or with `--run` build it; returns the exit status (2 for an expected
-    failure, printed in one line)."""
-    parser = argparse.ArgumentParser(description=description)
+    failure, printed in one line). With `recipe`, `targets` is a function of the recipe parsed from
+    the remaining flags (`parse_recipe`), and the plan starts with the fields the flags changed."""
+    parser = argparse.ArgumentParser(description=description, add_help=recipe is None)
     parser.add_argument("--run", action="store_true", help="build the artifacts (default: print the plan)")
     parser.add_argument("--local", action="store_true", help="run accelerator steps on this machine anyway")
-    args = parser.parse_args(argv)
+    if recipe is None:
+        args = parser.parse_args(argv)
+    else:
+        args, rest = parser.parse_known_args(argv)
+        if {"-h", "--help"} & set(rest):
+            print(parser.format_help().replace("usage:", "run flags:", 1))
+            print(f"{recipe.__name__} (the recipe; nested fields dotted, or --config_path FILE.yaml):")
+        parsed = parse_recipe(recipe, rest, prog=parser.prog)
+        changed = overrides(parsed, recipe())
+        if changed and not args.run:
+            print(f"recipe {recipe.__name__}, overridden: " + "; ".join(changed))
+        targets = targets(parsed)
     if not args.run:
         print(plan(targets))
         return 0

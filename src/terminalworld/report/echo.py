@@ -173,6 +173,7 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     arms = dict(_in_order(table["arms"]))
     written = []
@@ -184,6 +185,7 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
         for i, (arm, a) in enumerate(arms.items()):
             ax.plot(range(len(a[key])), a[key], marker="o", label=arm, alpha=0.8, linestyle=("-", "--", ":")[i % 3])
         ax.set(xlabel="step", ylabel=label, ylim=(-0.05, 1.05), title=PLOTS[name])
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole
         ax.title.set_fontsize(9)
         ax.legend(fontsize=8)
         written.append(save_plot(fig, out, name))
@@ -192,15 +194,19 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
     for k, (when, offset) in enumerate((("before", -0.18), ("after", 0.18))):
         means = [a[f"env_ce_{when}"] for a in arms.values()]
         ax.bar(x + offset, means, width=0.36, label=when, color=("#9ab", "#357")[k])
+    lows = [a["env_ce_after"] for a in arms.values()] + [a["env_ce_before"] for a in arms.values()]
+    highs = list(lows)
     for i, a in enumerate(arms.values()):
         c = a["env_ce_change"]
         if c["ci95"]:
             lo, hi = (a["env_ce_before"] + v for v in c["ci95"])
+            lows, highs = [*lows, lo], [*highs, hi]
             ax.errorbar(
                 i + 0.18, a["env_ce_after"], yerr=[[a["env_ce_after"] - lo], [hi - a["env_ce_after"]]], color="k"
             )
-    lows = [a["env_ce_after"] for a in arms.values()] + [a["env_ce_before"] for a in arms.values()]
-    ax.set_ylim(min(lows) * 0.98, max(lows) * 1.01)
+    # The whole interval in view, and room above the bars for the legend.
+    span = max(highs) - min(lows) or 1.0
+    ax.set_ylim(min(lows) - 0.1 * span, max(highs) + 0.35 * span)
     ax.set_xticks(x, list(arms))
     ax.set(ylabel="nats per O′ token", title=PLOTS["env_ce.png"])
     ax.title.set_fontsize(9)
@@ -213,9 +219,9 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
         ax.bar(x, v, bottom=bottom, label=phase.replace("_", "/"))
         bottom += v
     ax.set_xticks(x, list(arms))
-    ax.set(ylabel="seconds per step", title=PLOTS["step_seconds.png"])
+    ax.set(ylabel="seconds per step", title=PLOTS["step_seconds.png"], ylim=(0, max(bottom) * 1.4 or 1))
     ax.title.set_fontsize(9)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, ncols=3, loc="upper center")  # above the bars, never over one
     written.append(save_plot(fig, out, "step_seconds.png"))
     return written
 

@@ -5,10 +5,9 @@ assistant-only and full-transcript arms also the worse world model?"""
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
-from terminalworld.core.records import atomic_output
+from terminalworld.report.figures import log_axis, model_colors, save_plot
 
 NO_SOLVES = (
     "No checkpoint solved any task, so pass@1 cannot rank these models as agents: at this size they do "
@@ -122,17 +121,14 @@ def joint_plot(joint: dict[str, Any], out: str) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    colors = model_colors([r["name"] for r in joint["rows"]])
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for r in rows:
-        ax.errorbar(r["median_ppl"], r["pass_at_1"], yerr=r["pass_at_1_stderr"] or 0, fmt="o", capsize=3)
-        ax.annotate(r["name"], (r["median_ppl"], r["pass_at_1"]), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.set_xscale("log")
+        x, y, err = r["median_ppl"], r["pass_at_1"], r["pass_at_1_stderr"] or 0
+        ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, color=colors[r["name"]])
+        ax.annotate(r["name"], (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    log_axis(ax.xaxis)
     ax.set_xlabel("median env-token PPL (lower: better world model)")
     ax.set_ylabel("pass@1 (higher: better agent)")
     ax.set_title("Agent against world model")
-    path = os.path.join(out, "agent_vs_world_model.png")
-    fig.tight_layout()
-    with atomic_output(path) as f:
-        fig.savefig(f, format="png", dpi=110)
-    plt.close(fig)
-    return path
+    return save_plot(fig, out, "agent_vs_world_model.png")

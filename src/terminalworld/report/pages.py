@@ -167,8 +167,9 @@ def probe_page(report: Artifact, page: Page, assets: str) -> None:
     if agent := m.get("agent"):
         agent_section(page, agent)
     if sim := m.get("sim"):
-        from terminalworld.report.simgrade import sim_markdown
+        from terminalworld.report.simgrade import in_model_order, sim_markdown
 
+        sim = {**sim, "checkpoints": in_model_order(sim["checkpoints"], [c["name"] for c in cps])}
         page.markdown(sim_markdown(sim).replace("## Simulator grade", "### Simulator grade"))
     for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
         if name.endswith(".png"):

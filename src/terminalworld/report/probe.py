@@ -12,9 +12,9 @@ import numpy as np
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
 from terminalworld.options import named_files, option
-from terminalworld.report.figures import save_plot
+from terminalworld.report.figures import log_axis, model_colors, save_plot
 from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
-from terminalworld.report.simgrade import read_sims, sim_markdown, sim_plots, sim_table
+from terminalworld.report.simgrade import in_model_order, read_sims, sim_markdown, sim_plots, sim_table
 
 
 def _f(x: float | None, nd: int = 2) -> str:
@@ -77,12 +77,13 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     ids = sorted(set.intersection(*(set(r.rows) for r in results)))
+    colors = model_colors([r.name for r in results])
     written = []
     fig, ax = plt.subplots(figsize=(1.6 * len(results) + 2, 4))
     data = [np.log10([r.rows[i]["ppl"] for i in ids]) for r in results]
     ax.boxplot(data, showfliers=False)
-    for k, d in enumerate(data, start=1):
-        ax.scatter(np.random.default_rng(k).normal(k, 0.05, len(d)), d, s=8, alpha=0.6)
+    for k, (r, d) in enumerate(zip(results, data, strict=True), start=1):
+        ax.scatter(np.random.default_rng(k).normal(k, 0.05, len(d)), d, s=8, alpha=0.6, color=colors[r.name])
     ax.set_xticks(range(1, len(results) + 1), [r.name for r in results], rotation=20)
     ax.set_ylabel("log10 per-trajectory PPL")
     ax.set_title("Per-trajectory env-token PPL")
@@ -94,11 +95,14 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
         fig, ax = plt.subplots(figsize=(5, 5))
         b = np.array([base.rows[i]["ppl"] for i in ids])
         for r in others:
-            ax.scatter(b, [r.rows[i]["ppl"] for i in ids], s=10, alpha=0.7, label=r.name)
-        lim = [min(ax.get_xlim()[0], ax.get_ylim()[0]), max(ax.get_xlim()[1], ax.get_ylim()[1])]
-        ax.plot(lim, lim, "k--", lw=0.8)
+            ax.scatter(b, [r.rows[i]["ppl"] for i in ids], s=10, alpha=0.7, label=r.name, color=colors[r.name])
         ax.set_xscale("log")
         ax.set_yscale("log")
+        lim = [min(ax.get_xlim()[0], ax.get_ylim()[0]), max(ax.get_xlim()[1], ax.get_ylim()[1])]
+        ax.plot(lim, lim, "k--", lw=0.8)
+        ax.set(xlim=lim, ylim=lim)
+        log_axis(ax.xaxis)
+        log_axis(ax.yaxis)
         ax.set_xlabel(f"{base.name} PPL")
         ax.set_ylabel("checkpoint PPL")
         ax.set_title("Paired per-trajectory PPL\n(below the diagonal: better than base)", fontsize=10)
@@ -114,7 +118,8 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
                     by_depth[d["depth"]][0] += d["sum_nll"]
                     by_depth[d["depth"]][1] += d["n_target_tokens"]
             depths = sorted(k for k, (s, n) in by_depth.items() if n)
-            ax.plot(depths, [np.exp(by_depth[k][0] / by_depth[k][1]) for k in depths], "o-", label=r.name)
+            ppl = [np.exp(by_depth[k][0] / by_depth[k][1]) for k in depths]
+            ax.plot(depths, ppl, "o-", label=r.name, color=colors[r.name])
         ax.set_xlabel("observation depth (turn)")
         ax.set_ylabel("token-weighted PPL")
         ax.set_title("Env-token PPL by depth")
@@ -143,9 +148,7 @@ def write_comparison(
         table["agent"] = joint_table(table["checkpoints"], grades)
         text += "\n" + joint_markdown(table["agent"])
     if sims:
-        order = [c["name"] for c in table["checkpoints"]]
-        ordered = sorted(sims.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
-        table["sim"] = sim_table(dict(ordered))
+        table["sim"] = sim_table(in_model_order(sims, [c["name"] for c in table["checkpoints"]]))
         text += "\n" + sim_markdown(table["sim"])
     os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "metrics.json"), table)

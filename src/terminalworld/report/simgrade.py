@@ -9,7 +9,7 @@ from typing import Any
 
 from terminalworld.errors import InputError
 from terminalworld.options import named_files
-from terminalworld.report.figures import save_plot
+from terminalworld.report.figures import model_colors, save_plot
 
 WEAK = (
     "Free-running similarity is below 0.5 for every checkpoint: these simulators do not reproduce terminal "
@@ -38,6 +38,13 @@ def read_sims(pairs: list[str]) -> dict[str, dict[int, dict[str, Any]]]:
         summary = read_summary(path)
         sims.setdefault(name, {})[summary["tier"]] = summary
     return sims
+
+
+def in_model_order[V](by_model: dict[str, V], names: list[str]) -> dict[str, V]:
+    """`by_model` in the models' one order, `names` (base, then the arms in the recipe's order; the
+    probe's checkpoint list), any other model after them as given. JSON files sort their keys, so a
+    reader of `metrics.json` restores the order with this."""
+    return dict(sorted(by_model.items(), key=lambda kv: names.index(kv[0]) if kv[0] in names else len(names)))
 
 
 def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -127,8 +134,10 @@ def sim_plots(table: dict[str, Any], out: str) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.ticker import MaxNLocator
 
     cps, written = table["checkpoints"], []
+    colors = model_colors(list(cps))
     graded = {n: r.get("tier2") or r.get("tier1") for n, r in cps.items() if r.get("tier2") or r.get("tier1")}
     if graded:
         families = sorted({f for r in graded.values() for f in r["by_family"]})
@@ -136,14 +145,21 @@ def sim_plots(table: dict[str, Any], out: str) -> list[str]:
         width = 0.8 / len(graded)
         for k, (n, r) in enumerate(graded.items()):
             values = [r["by_family"].get(f) or 0 for f in families]
-            ax.bar(np.arange(len(families)) + k * width, values, width, label=n)
+            ax.bar(np.arange(len(families)) + k * width, values, width, label=n, color=colors[n])
         ax.set_xticks(np.arange(len(families)) + 0.4 - width / 2, families, rotation=45, ha="right")
         ax.set(ylabel="similarity", ylim=(0, 1), title="Similarity to the real output by command family")
         ax.title.set_fontsize(9)
         ax.legend(fontsize=7)
         written.append(save_plot(fig, out, "sim_similarity_by_family.png"))
         fig, ax = plt.subplots(figsize=(5.5, 3.2))
-        ax.bar(list(graded), [r["degenerate_rate"] or 0 for r in graded.values()], color="#a55")
+        rates = [r["degenerate_rate"] or 0 for r in graded.values()]
+        bars = ax.bar(list(graded), rates, color=[colors[n] for n in graded])
+        # A zero bar is invisible: label each, and say where the 800-character rule could not fire.
+        shown = [
+            f"{x:.0%}" if r.get("degenerate_rate_long") is not None else "not measured"
+            for x, r in zip(rates, graded.values(), strict=True)
+        ]
+        ax.bar_label(bars, shown, fontsize=8)
         ax.set(ylabel="degenerate share", ylim=(0, 1), title="Share of generated outputs flagged degenerate")
         ax.title.set_fontsize(9)
         written.append(save_plot(fig, out, "sim_degeneration.png"))
@@ -152,7 +168,8 @@ def sim_plots(table: dict[str, Any], out: str) -> list[str]:
         fig, ax = plt.subplots(figsize=(5.5, 3.2))
         for n, r in loops.items():
             turns = [t if t is not None else 0 for t in r["first_divergence"]]
-            ax.hist(turns, bins=np.arange(-0.5, max(turns) + 1.5), alpha=0.6, label=n)
+            ax.hist(turns, bins=np.arange(-0.5, max(turns) + 1.5), alpha=0.6, label=n, color=colors[n])
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # turns are whole
         ax.set(
             xlabel="first diverging turn (0: never)",
             ylabel="episodes",

@@ -3,6 +3,10 @@
 Result pages come from report artifacts (read through fsspec: local or `gs://`), one page per report
 type, each artifact ending in a Reproduce section built from its `.artifact.json` provenance; so do
 the API reference and the benchmark figures. A report type is one renderer and its `REPORT_TYPES` entry.
+
+With no `--results`, the pages come from the committed snapshots (`docs/snapshots/*/`), and the
+command's output says so. Pages name an artifact by its logical path, `{MARIN_PREFIX}/{name}/{version}`
+(or its `gs://` path), never by the folder of the machine that built it.
 """
 
 from __future__ import annotations
@@ -32,16 +36,22 @@ RECORD = ".artifact.json"
 GENERATED = ("results", "reference", "benchmarks")  # folders under --out that every build replaces
 SUBPACKAGES = ("core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")
 SNAPSHOT_MANIFEST = "snapshot.json"
+SNAPSHOTS = "snapshots"  # under the docs folder: the committed snapshots a build without --results uses
+LOGICAL_PREFIX = "{MARIN_PREFIX}"  # how a page names a local prefix
 SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: small JSON files and plots only
 TABLES = "results/tables.json"  # each generated page's tables, by first-column labels
-_MARKER = ".generated"
+MARKER = ".generated"  # in each generated folder: written by this command
 
 
 @dataclass(frozen=True)
 class DocsBuildConfig:
     """Where the generated pages come from and where they go."""
 
-    results: list[str] = option([], metavar="DIR", help="report artifact or prefix holding some (local, gs://)")
+    results: list[str] = option(
+        [],
+        metavar="DIR",
+        help="report artifact or prefix holding some (local, gs://); default: the committed snapshots",
+    )
     out: str = option("docs", help="docs folder; its results/, reference/ and benchmarks/ are replaced")
     repo_url: str | None = option(None, help="repository of the Reproduce links (default: mkdocs.yml extra.repo_url)")
     release: bool = option(False, help="refuse dirty builds and commits missing from --checkout")
@@ -53,6 +63,20 @@ def _prefix_of(path: str, record: dict[str, Any]) -> str | None:
     """The prefix an artifact folder sits in (`{prefix}/{name}/{version}`), if it does."""
     suffix = f"/{record.get('name')}/{record.get('version')}"
     return path.rstrip("/")[: -len(suffix)] if path.rstrip("/").endswith(suffix) else None
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file://")
+
+
+def shown_path(path: str | None, record: dict[str, Any] | None) -> str:
+    """How a page names an artifact's folder: a remote path as it is, a local one by its logical
+    path under `{MARIN_PREFIX}` (never the building machine's folder), else by `name@version`."""
+    if path and not _is_local(path):
+        return path
+    if record and path and _prefix_of(path, record) is not None:
+        return f"{LOGICAL_PREFIX}/{record.get('name')}/{record.get('version')}"
+    return f"{record.get('name')}@{record.get('version')}" if record else "—"
 
 
 def read_artifact(path: str) -> Artifact:
@@ -136,8 +160,10 @@ def reproduce(page: Page, report: Artifact, repo_url: str, checkout: str, releas
         page.add(f'!!! warning "Unknown commit"\n\n    `{commit}` is not in the history of this checkout.\n')
     argv, prefix = list(prov.get("command_line") or ["?"]), _prefix_of(rec.get("output_path", ""), rec)
     # A script ran as `python x.py`, a console script by its name; both under the prefix they wrote to.
+    # A local prefix is the building machine's folder: the rerun writes to the experiments' default.
     run = ["python", *argv] if argv[0].endswith(".py") else [os.path.basename(argv[0]), *argv[1:]]
-    rerun = (f"MARIN_PREFIX={shlex.quote(prefix)} " if prefix else "") + shlex.join(["uv", "run", *run])
+    remote = prefix is not None and not _is_local(prefix)
+    rerun = (f"MARIN_PREFIX={shlex.quote(prefix)} " if remote else "") + shlex.join(["uv", "run", *run])
     page.add(f"""### Reproduce
 
 Commit [`{commit}`]({repo_url}/tree/{commit}) ({"dirty" if prov.get("dirty") else "clean"} tree), built {prov.get("created_at") or "at an unrecorded time"}.
@@ -149,13 +175,13 @@ git checkout {commit}
 {rerun}
 ```
 
-This artifact: `{report.ident}` at `{rec.get("output_path")}` (fingerprint `{rec.get("fingerprint")}`). Upstream steps:
+This artifact: `{report.ident}` at `{shown_path(rec.get("output_path"), rec)}` (fingerprint `{rec.get("fingerprint")}`). Upstream steps:
 """)
     rows = []
     for dep, path, r in graph:
         p = (r or {}).get("provenance") or {}
         state = p.get("base_commit", "?") + (" (dirty)" if p.get("dirty") else "") if r else "record not reachable"
-        rows.append([f"`{dep}`", f"`{path}`", state, f"`{(r or {}).get('fingerprint', '?')}`"])
+        rows.append([f"`{dep}`", f"`{shown_path(path, r)}`", state, f"`{(r or {}).get('fingerprint', '?')}`"])
     page.table("step@version|output|commit|fingerprint", rows)
     lock = f"[`uv.lock` at `{commit}`]({repo_url}/blob/{commit}/uv.lock)"
     page.add(f"Package versions: every package is pinned by {lock}.", "")
@@ -176,11 +202,32 @@ def results_pages(reports: list[Artifact], cfg: DocsBuildConfig, repo_url: str) 
             page.add('!!! note "No results yet"', "", f"    No `{kind.artifact}` artifact was given to this build.", "")
         for k, report in enumerate(sorted(mine, key=lambda r: (r.record["version"], r.path), reverse=True)):
             version = report.record["version"]
-            page.add(f"## {version}", "", f"From `{report.record.get('output_path')}`.", "")
+            page.add(f"## {version}", "", f"From `{shown_path(report.record.get('output_path'), report.record)}`.", "")
+            start = len(page.lines)
             kind.render(report, page, f"{kind.slug}/{version}" + (f"-{k}" if k else ""))
             reproduce(page, report, repo_url, cfg.checkout, cfg.release)
+            page.lines[start:] = [_without_machine_paths(line, report) for line in page.lines[start:]]
         pages.append(page)
     return pages
+
+
+def _without_machine_paths(line: str, report: Artifact) -> str:
+    """`line` with the local prefixes the report was built in or read from named logically (a report's
+    own Markdown may quote paths)."""
+    recorded = _prefix_of(report.record.get("output_path", ""), report.record)
+    for root in sorted({r for r in (recorded, report.root) if r and _is_local(r)}, key=len, reverse=True):
+        line = line.replace(root.rstrip("/") + "/", LOGICAL_PREFIX + "/")
+    return line
+
+
+def default_results(out: str) -> list[str]:
+    """The committed snapshots under `{out}/snapshots/`; `InputError` when there is none."""
+    found = sorted(str(p.parent) for p in Path(out, SNAPSHOTS).glob(f"*/{SNAPSHOT_MANIFEST}"))
+    if not found:
+        raise InputError(
+            f"no --results given and no committed snapshot in {Path(out, SNAPSHOTS)}/*/{SNAPSHOT_MANIFEST}"
+        )
+    return found
 
 
 def _is_leaf(value: Any) -> bool:
@@ -294,19 +341,26 @@ def build_docs(cfg: DocsBuildConfig) -> dict[str, Any]:
     if not os.path.isdir(cfg.out):
         raise InputError(f"{cfg.out}: no docs folder here")
     repo_url = repo_url_of(cfg)
-    reports = [r for loc in cfg.results for r in find_reports(loc)]
+    results = cfg.results or default_results(cfg.out)
+    reports = [r for loc in results for r in find_reports(loc)]
     if cfg.snapshot:
         reports = snapshot(reports, cfg.snapshot)
     # Every page is rendered (and every --release check passed) before anything is replaced.
     pages = [*results_pages(reports, cfg, repo_url), *reference_pages(cfg.out), benchmarks_page(cfg, repo_url)]
     for name in GENERATED:
         folder = os.path.join(cfg.out, name)
-        if os.path.exists(folder) and not os.path.exists(os.path.join(folder, _MARKER)):
-            raise InputError(f"{folder}: refusing to replace a folder this command did not write (no {_MARKER})")
+        if os.path.exists(folder) and not os.path.exists(os.path.join(folder, MARKER)):
+            raise InputError(f"{folder}: refusing to replace a folder this command did not write (no {MARKER})")
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
-        Path(folder, _MARKER).write_text("written by `terminalworld docs build`; replaced by every build\n")
+        Path(folder, MARKER).write_text("written by `terminalworld docs build`; replaced by every build\n")
     for page in pages:
         page.write()
     Path(cfg.out, TABLES).write_text(json.dumps({p.relpath: p.tables for p in pages if p.tables}, indent=2) + "\n")
-    return {"pages": [p.relpath for p in pages], "reports": [r.ident for r in reports], "snapshot": cfg.snapshot}
+    source = "the committed snapshot" if not cfg.results else "--results"
+    return {
+        "built_from": f"{source}: {', '.join(results)}",
+        "pages": [p.relpath for p in pages],
+        "reports": [r.ident for r in reports],
+        "snapshot": cfg.snapshot,
+    }

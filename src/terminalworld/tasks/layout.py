@@ -9,7 +9,10 @@
     <task>/solution/solve.sh     applies the reverse patch
 
 The verifier is the one Harbor runs: `bash /tests/test.sh` inside the environment, with the
-repository at /testbed and the reward read from /logs/verifier/reward.txt.
+repository at /testbed and the reward read from /logs/verifier/reward.txt. That file was written in
+the sandbox, by a script that runs the code under test, so the host reads it as hostile
+(`read_reward`): a no-follow, non-blocking open of a regular file of at most 64 bytes holding one
+number in [0, 1]; anything else is a `VerifierError`, an infrastructure error and not a score.
 """
 
 from __future__ import annotations
@@ -19,15 +22,18 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from terminalworld.core import scratch
+from terminalworld.env import walk
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-from terminalworld.errors import InputError
+from terminalworld.errors import InputError, VerifierError
 
 REPO_DIR = "environment/repo"
+REWARD_BYTES = 64
+_REWARD = re.compile(rb"[ \t]*(\d+(?:\.\d+)?)[ \t]*\n?")
 CHECK_SCRIPT = Path(__file__).with_name("casecheck.py")
 
 TEST_SH = """#!/bin/bash
@@ -119,17 +125,21 @@ def write_task(
 def repo_copy(task_dir: Path, *, prefix: str = "tw-task-", dir: str | None = None) -> Iterator[Path]:
     """A private copy of the task's repository in a folder every uid may traverse (a root host runs
     the sandbox as an unprivileged uid), removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix=prefix, dir=dir, ignore_cleanup_errors=True) as tmp:
+    tmp = scratch.make_dir(prefix, dir)
+    try:
         os.chmod(tmp, 0o711)
         repo = Path(tmp, "repo")
         shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
         yield repo
+    finally:
+        scratch.remove_tree(tmp)
 
 
 def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: SandboxConfig | None = None) -> float:
     """The reward of `repo_dir` (changed in place) under the task's tests, optionally after running
     the task's `solution/solve.sh` first: Harbor's verifier steps, each command in the sandbox."""
-    with tempfile.TemporaryDirectory(prefix="tw-verify-", dir=os.path.dirname(repo_dir)) as tmp:
+    tmp = scratch.make_dir("tw-verify-", os.path.dirname(repo_dir))
+    try:
         os.chmod(tmp, 0o711)
         binds = {"/tests": f"{tmp}/tests", "/solution": f"{tmp}/solution", "/logs": f"{tmp}/logs"}
         shutil.copytree(task_dir / "tests", binds["/tests"])
@@ -138,9 +148,31 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
         sandbox = Sandbox(str(repo_dir), config or SandboxConfig(timeout_s=60), binds=binds)
         if solve:
             sandbox.run("bash /solution/solve.sh")
-        sandbox.run("bash /tests/test.sh")
-        reward = Path(f"{tmp}/logs/verifier/reward.txt")
-        return float(reward.read_text().strip() or 0) if reward.is_file() else 0.0
+        sandbox.run("bash /tests/test.sh")  # returns once every process of the sandbox is gone
+        reward = read_reward(f"{tmp}/logs", "verifier")
+    finally:
+        scratch.remove_tree(tmp)
+    return 0.0 if reward is None else reward
+
+
+def read_reward(root: str, verifier_dir: str) -> float | None:
+    """The reward in `root/verifier_dir/reward.txt` (`root` a host folder, the rest written in a
+    sandbox), None when there is none. Raises `VerifierError` unless it is a regular file (reached
+    without following a symlink, never a FIFO or device) of at most `REWARD_BYTES` holding one
+    decimal number in [0, 1]."""
+    relpath = f"{verifier_dir}/reward.txt"
+    path = os.path.join(root, relpath)
+    if walk.lstat(root, relpath) is None:
+        return None
+    data = walk.read_regular(root, relpath, max_bytes=REWARD_BYTES)
+    if data is None:
+        raise VerifierError(f"{path}: not a regular file of at most {REWARD_BYTES} bytes, so not a reward")
+    if not (m := _REWARD.fullmatch(data)):
+        raise VerifierError(f"{path}: {data!r} is not one decimal number, so not a reward")
+    value = float(m.group(1))
+    if not 0.0 <= value <= 1.0:
+        raise VerifierError(f"{path}: reward {value:g} is outside [0, 1]")
+    return value
 
 
 def task_order(tasks: str) -> list[Path]:

@@ -10,7 +10,14 @@ Each trial gets a private folder: the task's `environment/repo/` copied to the t
 /installed-agent, the absolute paths Harbor's verifier, oracle and agents use. A task without
 `environment/repo/` starts from an empty /testbed; a Dockerfile is not built (this environment has
 no image), so only tasks whose environment is the repository run here. Uploads and downloads are
-host copies. A command runs as the sandbox's uid 0 whatever `user` asks, with the sandbox's wall
+host copies through directory descriptors that never follow a symlink (`env.walk`): an upload
+replaces what stands in its way, a download copies folders and regular files only, so no symlink,
+FIFO or device a command made reaches the trial folder that Harbor's verifier reads on the host.
+After every command /logs/verifier is kept a real folder whose reward files are regular files, and
+when the verifier starts (its upload of /tests) it is made afresh by the host, after every command
+of the agent has ended; the downloaded reward must pass `tasks.layout.read_reward`
+(a regular file holding one number in [0, 1]), else the download fails: an infrastructure error,
+never a forged score. A command runs as the sandbox's uid 0 whatever `user` asks, with the sandbox's wall
 limit (`timeout_sec`, else `command_timeout_s`); a cancelled `exec` (Harbor's agent timeout)
 leaves its command to that limit.
 """
@@ -22,7 +29,7 @@ import json
 import os
 import shlex
 import shutil
-import tempfile
+import stat
 import time
 from pathlib import Path, PurePosixPath
 
@@ -30,12 +37,16 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 from terminalworld.agent.chat_client import chat_completion
+from terminalworld.core import scratch
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.core.views import sim_messages
+from terminalworld.env import walk
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
 from terminalworld.pipeline.artifacts import SHADOW_LOG
+from terminalworld.tasks.layout import read_reward
 
 BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
+VERIFIER_DIR = "/logs/verifier"
 LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")  # Harbor writes there without creating them
 
 
@@ -63,19 +74,24 @@ class SandboxEnvironment(BaseEnvironment):
         if workdir != REPO_MOUNT:
             raise ValueError(f"the sandbox environment mounts the repository at {REPO_MOUNT}, not {workdir}")
 
-    def _host(self, path: str) -> Path:
-        """Where absolute sandbox path `path` lives on the host."""
+    def _place(self, path: str) -> tuple[str, str]:
+        """(host folder, path below it) where absolute sandbox path `path` lives."""
         assert self._root is not None, "start() first"
         p = PurePosixPath(path)
         for inside in (REPO_MOUNT, *BOUND):
             if p == PurePosixPath(inside) or PurePosixPath(inside) in p.parents:
-                return self._root / inside.strip("/") / p.relative_to(inside)
+                return str(self._root / inside.strip("/")), str(p.relative_to(inside))
         raise ValueError(f"{path}: this environment keeps files only under {REPO_MOUNT} and {', '.join(BOUND)}")
+
+    def _host(self, path: str) -> Path:
+        """Where absolute sandbox path `path` lives on the host (only for folders the host made)."""
+        top, below = self._place(path)
+        return Path(top) / below
 
     async def start(self, force_build: bool) -> None:
         """Make the trial's folders (the repository copy and the bound ones) and its sandbox."""
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self._root = Path(tempfile.mkdtemp(prefix="tw-harbor-", dir=base))
+        self._root = Path(scratch.make_dir("tw-harbor-", base))
         os.chmod(self._root, 0o711)  # a root host runs the sandbox as an unprivileged uid
         repo = self.environment_dir / "repo"
         if repo.is_dir():
@@ -90,7 +106,7 @@ class SandboxEnvironment(BaseEnvironment):
     async def stop(self, delete: bool) -> None:
         """Remove the trial's folders when `delete`."""
         if self._root is not None and delete:
-            shutil.rmtree(self._root, ignore_errors=True)
+            scratch.remove_tree(str(self._root))
 
     async def _claim(self) -> None:
         assert self._sandbox is not None
@@ -98,24 +114,34 @@ class SandboxEnvironment(BaseEnvironment):
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         """Copy a host file to a sandbox path."""
-        dest = self._host(target_path)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source_path, dest)
+        walk.copy_in(str(source_path), *self._place(target_path))
         await self._claim()
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        """Copy a host folder to a sandbox path."""
-        shutil.copytree(source_dir, self._host(target_dir), dirs_exist_ok=True, symlinks=True)
+        """Copy a host folder to a sandbox path; an upload to /tests starts the verifier, which gets a
+        fresh /logs/verifier."""
+        if PurePosixPath(target_dir) == PurePosixPath("/tests"):
+            top, below = self._place(VERIFIER_DIR)
+            scratch.remove_tree(os.path.join(top, below))
+            os.mkdir(os.path.join(top, below))
+        walk.copy_in(str(source_dir), *self._place(target_dir))
         await self._claim()
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        """Copy a sandbox file to the host."""
+        """Copy a sandbox file to the host: only a regular file, reached without following symlinks."""
+        if (fd := walk.open_file(*self._place(source_path))) is None:
+            raise FileNotFoundError(f"{source_path}: no regular file there in the sandbox")
         Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(self._host(source_path), target_path)
+        with os.fdopen(fd, "rb") as fin, open(target_path, "wb") as fout:
+            shutil.copyfileobj(fin, fout, 1 << 20)
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        """Copy a sandbox folder to the host."""
-        shutil.copytree(self._host(source_dir), target_dir, dirs_exist_ok=True, symlinks=True)
+        """Copy a sandbox folder's folders and regular files to the host; the verifier's reward is
+        checked first."""
+        top, below = self._place(source_dir)
+        if PurePosixPath(source_dir) == PurePosixPath(VERIFIER_DIR):
+            read_reward(top, below)
+        walk.copy_out(top, below, str(target_dir))
 
     async def exec(
         self,
@@ -130,7 +156,24 @@ class SandboxEnvironment(BaseEnvironment):
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (self._merge_env(env) or {}).items())
         script = f"cd {shlex.quote(cwd)} && {{ {exports}{command}\n}}" if cwd else f"{exports}{command}"
         result = await asyncio.to_thread(self._sandbox.run, script, timeout_s=timeout_sec or None)
+        await asyncio.to_thread(self._keep_verifier_dir)
         return ExecResult(stdout=result.output, stderr="", return_code=result.returncode)
+
+    def _keep_verifier_dir(self) -> None:
+        """After a command (all of its processes gone): /logs/verifier stays a real folder whose
+        reward files, if any, are regular files, so that no command can make Harbor's removal of
+        stale rewards fail (a trial turned into an unscored error) or its reward point elsewhere."""
+        top, below = self._place(VERIFIER_DIR)
+        folder = walk.lstat(top, below)
+        if folder is not None and not stat.S_ISDIR(folder.st_mode):
+            scratch.remove_tree(os.path.join(top, below))
+        if folder is None or not stat.S_ISDIR(folder.st_mode):
+            os.mkdir(os.path.join(top, below))
+            self._sandbox.claim_repo()
+        for name in ("reward.txt", "reward.json"):
+            entry = walk.lstat(top, f"{below}/{name}")
+            if entry is not None and not stat.S_ISREG(entry.st_mode):
+                scratch.remove_tree(os.path.join(top, below, name))
 
 
 class SimulatedEnvironment(SandboxEnvironment):

@@ -1,0 +1,128 @@
+"""Starting one bwrap sandbox and ending all of it: nothing of a sandbox outlives `Launched.end`.
+
+bwrap gets its options through a memfd (`--args`), so no host path appears in the command line its
+pid 1 shows inside (/proc/1/cmdline), and the seccomp filter through another (`--seccomp`), which
+bwrap loads into the sandbox's pid 1 and into the command. The start is a handshake: bwrap reports
+the host pid of the sandbox's pid 1 (`--info-fd`) and waits (`--userns-block-fd`) while the host
+takes a pidfd of it and, with cgroups, puts it in the command's group; only then does anything run
+inside, so every process of the sandbox descends from that pid 1, in its pid namespace and group.
+
+Ending SIGKILLs that pid 1 through its pidfd, which makes the kernel kill every process of the pid
+namespace, whatever they did to themselves (a cleared parent-death signal, a new session); the pidfd
+turns readable only once the kernel has reaped them all. With a cgroup, whatever is left in it is
+then killed, and the group is removed once empty. A process leaves neither way: the pid
+namespace has no way out, and the sandbox sees no cgroup filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import signal
+import subprocess
+from dataclasses import dataclass
+
+from terminalworld.env import cgroup, seccomp
+from terminalworld.errors import SandboxUnavailable
+
+_CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)')
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name)  # close-on-exec; pass_fds hands it to bwrap alone
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+@dataclass
+class Launched:
+    """A running sandbox: the outer bwrap (`proc`, stdout and stderr on one pipe), a pidfd of the
+    sandbox's pid 1 (None if bwrap failed before making it) and its cgroup, if any."""
+
+    proc: subprocess.Popen
+    init: int | None
+    group: cgroup.Group | None
+
+    def end(self) -> None:
+        """Kill every process of the sandbox and return once all are gone (reaped, group empty)."""
+        if self.init is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.init, signal.SIGKILL)
+        try:  # the outer bwrap exits by itself once pid 1 is dead; it is killed only if it does not
+            self.proc.wait(timeout=30 if self.init is not None else 0)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.init is not None:
+            if not select.select([self.init], [], [], 30)[0]:
+                raise RuntimeError("the sandbox's pid 1 did not exit 30 s after SIGKILL")
+            os.close(self.init)
+            self.init = None
+        if self.group is not None:
+            self.group.stop()
+
+
+def _map_root(pid: int, uid: int, gid: int) -> None:
+    """Map uid and gid 0 of `pid`'s new user namespace to host `uid`/`gid` (what bwrap itself does
+    without the handshake), with setgroups denied."""
+    for name, value in (("uid_map", f"0 {uid} 1\n"), ("setgroups", "deny\n"), ("gid_map", f"0 {gid} 1\n")):
+        with open(f"/proc/{pid}/{name}", "w") as f:
+            f.write(value)
+
+
+def launch(
+    bwrap: str, options: list[str], argv: list[str], ident: tuple[int, int] | None, group: cgroup.Group | None
+) -> Launched:
+    """Start `argv` in a sandbox made by `bwrap` with `options`, as host `ident` (uid, gid; None: the
+    caller). stdin is /dev/null; stdout and stderr share one pipe."""
+    ids = ident or (os.geteuid(), os.getegid())
+    # Popen switches identity in C between fork and exec: thread-safe, unlike preexec_fn, and one exec
+    # cheaper than a setpriv wrapper. No environment: bwrap is pid 1 inside, its /proc/1/environ readable.
+    spawn = {"cwd": "/", "env": {}} | ({} if ident is None else {"user": ids[0], "group": ids[1], "extra_groups": []})
+    program = seccomp.program()
+    if program is None:
+        raise SandboxUnavailable("the sandbox's seccomp filter exists for x86_64 and aarch64 only")
+    args = _memfd("bwrap-args", b"".join(a.encode() + b"\0" for a in options))
+    filt = _memfd("bwrap-seccomp", program)
+    info_r, info_w = os.pipe()
+    block_r, block_w = os.pipe()
+    handshake = ["--args", str(args), "--seccomp", str(filt), "--info-fd", str(info_w)]
+    handshake += ["--userns-block-fd", str(block_r)]
+    pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+    try:
+        proc = subprocess.Popen(
+            ["bwrap", *handshake, *argv],  # argv[0] too names no host path
+            executable=bwrap,
+            **pipes,
+            pass_fds=(args, filt, info_w, block_r),
+            start_new_session=True,
+            **spawn,
+        )
+    finally:
+        for fd in (args, filt, info_w, block_r):
+            os.close(fd)
+    launched = Launched(proc, None, group)
+    try:
+        info = b""
+        while chunk := os.read(info_r, 4096):
+            info += chunk
+        if m := _CHILD_PID.search(info):
+            # bwrap waits on the block pipe, so its pid 1 is alive and has not forked yet.
+            pid = int(m.group(1))
+            launched.init = os.pidfd_open(pid)
+            _map_root(pid, *ids)
+            if group is not None:
+                group.add(pid)
+        with contextlib.suppress(BrokenPipeError):
+            os.write(block_w, b"1")
+    except BaseException:
+        launched.end()
+        raise
+    finally:
+        os.close(info_r)
+        os.close(block_w)
+    return launched
