@@ -1,9 +1,10 @@
 """The `terminalworld` command.
 
-Every subcommand parses its flags into one config dataclass (flags are declared on the dataclass,
-see `terminalworld.options`) and calls one library function. Expected failures
-(`TerminalworldError`: bad inputs, too few trajectories, a missing sandbox) print one line and exit
-with status 2; anything else is a bug and keeps its traceback.
+Every subcommand parses its flags into one config dataclass (flags, their bounds and checks, and
+which of them are inputs and outputs are declared on the dataclass, see `terminalworld.options`),
+checks its output paths against its inputs, and calls one library function. Expected failures
+(`TerminalworldError`: bad inputs, too few trajectories, a missing sandbox) and bad flag values
+print one line and exit with status 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from terminalworld.errors import TerminalworldError
-from terminalworld.options import add_options, from_args
+from terminalworld.options import OneLineParser, add_options, check_paths, from_args
 
 # Long lists that the printed result of a command leaves to its manifest file.
 _NOT_PRINTED = ("bad_lines", "train_bad_lines", "shards", "code_trees", "skipped")
@@ -86,7 +87,7 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree."""
-    parser = argparse.ArgumentParser(prog="terminalworld", description=__doc__.split("\n\n")[0])
+    parser = OneLineParser(prog="terminalworld", description=__doc__.split("\n\n")[0])
     groups: dict[tuple[str, ...], Any] = {(): parser.add_subparsers(dest="command", required=True)}
     for words, help_, cls, fn in _commands():
         for depth in range(1, len(words)):
@@ -102,7 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` (default: the process's) and run the command; returns the exit status."""
     args = build_parser().parse_args(argv)
-    return run_cli(lambda: args.fn(from_args(args.config, args)))
+    return run_cli(lambda: _run(args.fn, from_args(args.config, args)))
+
+
+def _run(fn: Callable[[Any], object], cfg: Any) -> object:
+    check_paths(cfg)
+    return fn(cfg)
 
 
 if __name__ == "__main__":

@@ -68,6 +68,8 @@ def test_subsets_manifest_and_message(base_rows, tmp_path, capsys):
         "sizes": [1, 2],
         "scanned": 4,
         "malformed": 1,
+        "duplicates": 0,
+        "instance_ids": {"1": 1, "2": 2},
         "bad_lines": [{"file": corpus, "line": 4, "reason": m["bad_lines"][0]["reason"]}],
         "subsets": {"1": "subset-1.jsonl.gz", "2": "subset-2.jsonl.gz"},
     }
@@ -87,6 +89,61 @@ def test_equal_keys_keep_the_first_row_seen(base_rows, tmp_path):
     make_subsets(SubsetsConfig(corpus=[first, second], out=str(tmp_path / "o"), sizes="1"))
     (line,) = gzip.decompress((tmp_path / "o" / "subset-1.jsonl.gz").read_bytes()).decode().splitlines()
     assert json.loads(line)["repo"] == "org/first"
+
+
+def _oracle_subsets(paths, seed, k):
+    """The duplicate rule by brute force: rank every record, keep each content's best-ranked
+    occurrence, take k; count the skipped copies ranked up to the last one taken."""
+    records = [(r, t) for p in paths for r, t in (x for x in _valid(p))]
+    ranked = sorted(
+        (
+            (sample_key(seed, t.instance_id, r.file, r.line), i, r.line_bytes(), t.instance_id)
+            for i, (r, t) in enumerate(records)
+        )
+    )
+    taken, seen, skipped = [], set(), []
+    for key, i, line, iid in ranked:
+        if line in seen:
+            skipped.append((key, i))
+        else:
+            seen.add(line)
+            taken.append((key, i, line, iid))
+    taken = taken[:k]
+    return taken, sum(s <= taken[-1][:2] for s in skipped)
+
+
+def _valid(path):
+    from terminalworld.core.formats import iter_trajectories
+
+    return [x for x in iter_trajectories(path) if not isinstance(x, BadLine)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_byte_identical_records_are_sampled_once_and_counted(base_rows, tmp_path, seed):
+    """The duplicate rule: a copied line (or a copied shard) is one trajectory, sampled at its
+    best-ranked occurrence, and the manifest counts the copies skipped up to the last row sampled;
+    rollouts that share an instance id but differ are kept, and `instance_ids` counts distinct ids.
+    The single process and the Zephyr job agree with a brute-force ranking, byte for byte."""
+    from terminalworld.corpus.sharded import make_subsets_sharded
+    from terminalworld.pipeline.zephyr import Workers
+
+    rows = [{**r, "instance_id": f"task-{i % 5}", "repo": f"org/r{i}"} for i, r in enumerate(base_rows * 3)]
+    a = write_jsonl(tmp_path / "a.jsonl", rows + rows[:20])  # 20 lines copied within the file
+    b = write_jsonl(tmp_path / "b.jsonl", rows[10:40])  # 30 lines copied into another file
+    k = 40
+    taken, duplicates = _oracle_subsets([a, b], seed, k)
+    assert duplicates > 0  # the seeds reach copies
+    outs = {}
+    for name, run in (("single", make_subsets), ("sharded", lambda c: make_subsets_sharded(c, Workers(shards=3)))):
+        cfg = SubsetsConfig(corpus=[a, b], out=str(tmp_path / name), sizes=f"10,{k}", seed=seed)
+        m = run(cfg)
+        lines = gzip.decompress((tmp_path / name / f"subset-{k}.jsonl.gz").read_bytes()).splitlines(keepends=True)
+        assert lines == [line for _, _, line, _ in taken]
+        assert len(set(lines)) == k
+        assert m["duplicates"] == duplicates
+        assert m["instance_ids"] == {"10": len({t[3] for t in taken[:10]}), str(k): 5}
+        outs[name] = {p.name: p.read_bytes() for p in sorted((tmp_path / name).iterdir())}
+    assert outs["single"] == outs["sharded"]
 
 
 @pytest.mark.parametrize(("n", "context_turns"), [(0, 3), (-1, 3), (1, -1)])
@@ -213,6 +270,13 @@ def test_subsets_hold_at_most_k_keys_in_memory(base_rows, tmp_path, monkeypatch)
 
         def heapreplace(self, heap, item):
             heapq.heapreplace(heap, item)
+            largest.append(len(heap))
+
+        def heappop(self, heap):
+            return heapq.heappop(heap)
+
+        def heapify(self, heap):
+            heapq.heapify(heap)
             largest.append(len(heap))
 
     monkeypatch.setattr(sampling, "heapq", CountingHeap())

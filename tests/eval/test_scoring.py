@@ -512,3 +512,25 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monke
         n, mean, _ = reference_score(smollm2, other, row, "agent")
         assert g["n_target_tokens"] == n and abs(g["mean_nll"] - mean) < 1e-4  # both float32 on CPU
         assert g["full_len"] != d["full_len"]
+
+
+def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, tmp_path, monkeypatch):
+    """A target with no terminal text would be scored on its end-of-turn token alone (a PPL of tens
+    of thousands that topped the "worst" column); it is skipped, with its reason, and never scored."""
+    import terminalworld.eval.scoring as scoring
+
+    path, rows = heldout
+    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    empty = [dict(rows[0], instance_id="empty", target_env="Observation: "), dict(rows[0], instance_id="blank")]
+    empty[1]["target_env"] = "Observation: \n  \n"
+    with_empty = tmp_path / "h.jsonl"
+    with_empty.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *empty]))
+    summary = score(ScoreConfig(model_path="smollm2", heldout=str(with_empty), out=str(tmp_path / "s.jsonl")))
+    lines = scored_rows(tmp_path / "s.jsonl")
+    assert [x["instance_id"] for x in lines if "skipped" in x] == ["empty", "blank"]
+    assert all(x["skipped"].startswith("empty target observation") for x in lines[-2:])
+    assert summary["n_scored"] == len(rows) and summary["worst"]["instance_id"] not in ("empty", "blank")
+    alone = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(tmp_path / "alone.jsonl")))
+    assert {k: summary[k] for k in ("ppl", "median_ppl", "worst")} == {
+        k: alone[k] for k in ("ppl", "median_ppl", "worst")
+    }

@@ -41,8 +41,8 @@ SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
 class AgentEvalConfig:
     """An agent evaluation: the tasks, the agent, its limits, attempts and concurrency."""
 
-    tasks: str = option(help="folder of Harbor-format task folders")
-    out: str = option(help="output folder (resumable)")
+    tasks: str = option(path="input", help="folder of Harbor-format task folders")
+    out: str = option(path="output-dir", help="output folder (resumable)")
     agent: Literal["oracle", "nop", "model", "scripted", "terminus-2"] = option("model")
     model: str | None = option(None, help="checkpoint folder, GGUF file or asset name (--agent model)")
     endpoint: str | None = option(None, help="OpenAI-compatible base URL serving the model, instead of --model")
@@ -53,16 +53,16 @@ class AgentEvalConfig:
     )
     simulator: str | None = option(None, help="checkpoint answering the agent's commands (--environment simulated)")
     simulator_endpoint: str | None = option(None, help="OpenAI-compatible URL serving the simulator, instead")
-    simulator_tokens: int = option(1024, help="the simulator's cap per output")
+    simulator_tokens: int = option(1024, minimum=1, help="the simulator's cap per output")
     replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
-    n_attempts: int = option(1)
-    n_concurrent: int = option(2, help="trials in parallel")
-    max_turns: int = option(30)
-    context_tokens: int = option(32768)
-    max_tokens_per_turn: int = option(2048)
-    temperature: float = option(0.0)
-    seed: int = option(0)
-    command_timeout_s: float = option(60.0, flag="--command-timeout", help="per agent command, seconds")
+    n_attempts: int = option(1, minimum=1)
+    n_concurrent: int = option(2, minimum=1, help="trials in parallel")
+    max_turns: int = option(30, minimum=1)
+    context_tokens: int = option(32768, minimum=1)
+    max_tokens_per_turn: int = option(2048, minimum=1)
+    temperature: float = option(0.0, minimum=0)
+    seed: int = option(0, minimum=0)
+    command_timeout_s: float = option(60.0, flag="--command-timeout", above=0, help="per agent command, seconds")
     dtype: Literal["float32", "bfloat16"] = option("float32", help="the served model's dtype")
 
 

@@ -19,8 +19,9 @@ import os
 import shutil
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 
-from terminalworld.errors import InputError
+from terminalworld.errors import InputError, TerminalworldError
 
 QWEN3 = "qwen3"
 SMOLLM2 = "smollm2"
@@ -114,10 +115,35 @@ def load_tokenizer(path: str):
     """A fast HF tokenizer from a folder, a GGUF file or an asset name (cached per path)."""
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(hf_folder(path, "tokenizer"))
+    try:
+        tok = AutoTokenizer.from_pretrained(hf_folder(path, "tokenizer"))
+    except TerminalworldError:
+        raise
+    except Exception as e:  # transformers raises many kinds for a folder (or GGUF) that holds no tokenizer
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise InputError(f"tokenizer {path}: cannot be loaded ({type(e).__name__}: {reason})") from None
     if not tok.is_fast:
         raise InputError(f"{path}: a fast tokenizer is needed for character offsets")
     return tok
+
+
+def read_chat_template(path: str) -> str:
+    """The Jinja chat template in file `path`; raises `InputError` naming the file when it cannot be
+    read, is not UTF-8 text or does not compile."""
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as e:
+        raise InputError(f"chat template {path}: cannot be read ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"chat template {path}: not UTF-8 text (byte {e.start})") from None
+    try:
+        ImmutableSandboxedEnvironment().parse(text)
+    except TemplateSyntaxError as e:
+        raise InputError(f"chat template {path}:{e.lineno}: not a Jinja template ({e.message})") from None
+    return text
 
 
 def local_model_path(path: str) -> str:
@@ -157,7 +183,13 @@ def load_hf_model(path: str, dtype: str):
     from transformers import AutoModelForCausalLM
 
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
-    return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+    try:
+        return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
+    except TerminalworldError:
+        raise
+    except (OSError, ValueError, KeyError) as e:  # what transformers raises for a folder that is no model
+        reason = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+        raise InputError(f"model {path}: cannot be loaded ({type(e).__name__}: {reason})") from None
 
 
 def tiny_qwen3(vocab_size: int, seed: int = 0):

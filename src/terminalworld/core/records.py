@@ -2,16 +2,27 @@
 
 Inputs are globs over `.jsonl`, `.jsonl.gz`, `.jsonl.zst`, `.json` and `.parquet` files. Every
 record carries where it came from (file, line) so that a malformed one is reported, not dropped.
-Outputs are replaced atomically: a reader never sees half a file.
+
+The reader contract: a record that cannot be parsed (bytes that are not UTF-8, text that is not
+JSON, JSON nested past the interpreter's recursion limit) is a `BadLine` with its file and line,
+counted by the caller; a container that cannot be decoded (a gzip or zstd stream that is corrupt,
+truncated or followed by trailing bytes, a parquet file without its footer, an unreadable file) is
+an `InputError` naming the file and the line and byte offset reached, because nothing after that
+point can be trusted or counted.
+
+Outputs are replaced atomically: a reader never sees half a file, and the temporary files of a
+killed write are swept by the next write of the same output (`atomic_output`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gzip
 import io
 import json
 import os
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -97,6 +108,39 @@ class FilePart:
         return self.first <= n and (self.stop is None or n < self.stop) and n % self.stripes == self.stripe
 
 
+@functools.cache
+def decode_errors() -> tuple[type[BaseException], ...]:
+    """What a failing container raises while it is read: gzip and zstd streams (corrupt,
+    truncated, trailing bytes), parquet, and the file system. Looked up on the first failure, so
+    that reading JSON Lines never imports pyarrow."""
+    errors: list[type[BaseException]] = [OSError, EOFError, zlib.error]
+    with contextlib.suppress(ImportError):
+        from backports.zstd import ZstdError
+
+        errors.append(ZstdError)
+    with contextlib.suppress(ImportError):
+        from zstandard import ZstdError as ZstandardError
+
+        errors.append(ZstandardError)
+    with contextlib.suppress(ImportError):
+        from pyarrow import ArrowException
+
+        errors.append(ArrowException)
+    return tuple(errors)
+
+
+def undecodable(path: str, e: BaseException, where: str) -> InputError:
+    """The `InputError` for a container that failed to decode at `where` (the line and byte
+    offset reached)."""
+    if isinstance(e, OSError) and e.strerror:
+        reason = e.strerror
+    else:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    kind = {"gzip": "gzip", "zstd": "zstd"}.get(_compression(path) or "", "")
+    what = f"not a readable {kind} file" if kind else "cannot be read"
+    return InputError(f"{path}: {what} ({reason}), {where}")
+
+
 def _compression(path: str) -> str | None:
     if path.endswith(".gz"):
         return "gzip"
@@ -127,9 +171,18 @@ def iter_part(part: FilePart) -> Iterator[Record | BadLine]:
 
 
 def iter_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    """(1-based line number, raw bytes) of every line of a (compressed) text file."""
-    with fsspec.open(path, "rb", compression=_compression(path)) as f:
-        yield from enumerate(f, start=1)
+    """(1-based line number, raw bytes) of every line of a (compressed) text file. Raises
+    `InputError` naming the file, the last complete line and its byte offset (in the decompressed
+    text) when the file cannot be read to its end."""
+    n = offset = 0
+    try:
+        with fsspec.open(path, "rb", compression=_compression(path)) as f:
+            for raw in f:
+                n += 1
+                yield n, raw
+                offset += len(raw)
+    except decode_errors() as e:
+        raise undecodable(path, e, f"after line {n} (byte {offset} of its text)") from None
 
 
 def is_record_line(raw: bytes) -> bool:
@@ -140,37 +193,50 @@ def is_record_line(raw: bytes) -> bool:
         return True
 
 
+def parse_json(text: str) -> tuple[Any, str | None, int]:
+    """(value, None, 1) for JSON text, or (None, why it is not JSON, the 1-based line of `text`
+    where it fails): a syntax error with its column, or nesting deeper than the interpreter's
+    recursion limit (which must be a counted bad record, not a crash)."""
+    try:
+        return json.loads(text), None, 1
+    except json.JSONDecodeError as e:
+        return None, f"invalid JSON: {e.msg} at column {e.colno}", e.lineno
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply to parse", 1
+
+
 def _iter_jsonl(part: FilePart) -> Iterator[Record | BadLine]:
     path = part.path
-    with fsspec.open(path, "rb", compression=_compression(path)) as f:
-        for n, raw in enumerate(f, start=1):
-            if part.stop is not None and n >= part.stop:
-                return
-            if not part.holds(n):
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield BadLine(path, n, f"undecodable bytes: {e.reason} at byte {e.start}")
-                continue
-            if not text.strip():
-                continue
-            try:
-                yield Record(path, n, json.loads(text), raw)
-            except json.JSONDecodeError as e:
-                yield BadLine(path, n, f"invalid JSON: {e.msg} at column {e.colno}")
+    for n, raw in iter_lines(path):
+        if part.stop is not None and n >= part.stop:
+            return
+        if not part.holds(n):
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield BadLine(path, n, f"undecodable bytes: {e.reason} at byte {e.start}")
+            continue
+        if not text.strip():
+            continue
+        value, problem, _ = parse_json(text)
+        yield BadLine(path, n, problem) if problem else Record(path, n, value, raw)
 
 
 def _iter_json(path: str) -> Iterator[Record | BadLine]:
-    with fsspec.open(path, "rb", compression=_compression(path)) as f:
-        raw = f.read()
     try:
-        value = json.loads(raw.decode("utf-8"))
+        with fsspec.open(path, "rb", compression=_compression(path)) as f:
+            raw = f.read()
+    except decode_errors() as e:
+        raise undecodable(path, e, "before its first record") from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         yield BadLine(path, raw.count(b"\n", 0, e.start) + 1, f"undecodable bytes: {e.reason}")
         return
-    except json.JSONDecodeError as e:
-        yield BadLine(path, e.lineno, f"invalid JSON: {e.msg} at column {e.colno}")
+    value, problem, line = parse_json(text)
+    if problem:
+        yield BadLine(path, line, problem)
         return
     # A bare list of chat messages is one mini-swe-agent trajectory, not a list of records.
     if isinstance(value, list) and not (value and isinstance(value[0], dict) and "role" in value[0]):
@@ -183,24 +249,47 @@ def _iter_json(path: str) -> Iterator[Record | BadLine]:
 def _iter_parquet(path: str) -> Iterator[Record | BadLine]:
     import pyarrow.parquet as pq
 
-    with fsspec.open(path, "rb") as f:
-        n = 0
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
-            for row in batch.to_pylist():
-                n += 1
-                yield Record(path, n, row)
+    n = 0
+    try:
+        with fsspec.open(path, "rb") as f:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=1024):
+                rows = batch.to_pylist()
+                for row in rows:
+                    n += 1
+                    yield Record(path, n, row)
+    except decode_errors() as e:
+        raise undecodable(path, e, f"after row {n}") from None
 
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies under it (both absolute, resolved)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _remove_empty_folders(folder: str, top: str | None) -> None:
+    """Remove `folder` and its parents up to `top` (None: none) while they are empty: a failed
+    write leaves nothing behind, not even the folders it made."""
+    while top is not None and inside(folder, top):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+        if folder == top:
+            return
+        folder = os.path.dirname(folder)
+
+
 @contextlib.contextmanager
 def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     """Open `path` for writing so that it appears only when complete.
 
-    Locally: a temporary file in the same folder, renamed over the target. On object stores an
-    upload is published only when the write closes, which is already atomic.
+    Locally: a temporary file `.{name}.{pid}.*.tmp` in the same folder, renamed over the target;
+    the temporaries that killed writes left there are removed first (`scratch.make_file`). On object stores an upload is published only when the write
+    closes, which is already atomic.
     """
     fs, fspath = url_to_fs(path)
     protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
@@ -209,8 +298,12 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
             yield f
         return
     folder = os.path.dirname(os.path.abspath(fspath))
+    made = folder  # the topmost folder this write creates, removed again if the write fails
+    while not os.path.exists(os.path.dirname(made)):
+        made = os.path.dirname(made)
+    made = made if not os.path.exists(made) else None
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = scratch.make_file(f".{os.path.basename(fspath)}.", folder, ".tmp")  # a killed write's is swept
+    fd, tmp = scratch.make_file(f".{os.path.basename(fspath)}.", folder, ".tmp")
     try:
         with os.fdopen(fd, mode) as f:
             yield f
@@ -219,6 +312,7 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _remove_empty_folders(folder, made)
         raise
 
 
@@ -238,10 +332,12 @@ def atomic_jsonl(path: str) -> Iterator[Any]:
                 yield text
 
 
-def write_json(path: str, value: Any) -> None:
-    """Write `value` to `path` as indented JSON with sorted keys and a final newline, atomically."""
+def write_json(path: str, value: Any, *, allow_nan: bool = True) -> None:
+    """Write `value` to `path` as indented JSON with sorted keys and a final newline, atomically;
+    with `allow_nan=False` a NaN or infinity raises `ValueError` instead of being written as the
+    non-JSON `NaN`."""
     with atomic_output(path, "wb") as f:
-        f.write((json.dumps(value, indent=2, sort_keys=True) + "\n").encode())
+        f.write((json.dumps(value, indent=2, sort_keys=True, allow_nan=allow_nan) + "\n").encode())
 
 
 def dumps_row(row: dict[str, Any]) -> str:
@@ -250,9 +346,21 @@ def dumps_row(row: dict[str, Any]) -> str:
 
 
 def read_json(path: str) -> Any:
-    """A JSON file, local or remote."""
-    with fsspec.open(path, "r") as f:
-        return json.load(f)
+    """A JSON file, local or remote; raises `InputError` naming the file when it cannot be read or
+    is not JSON."""
+    try:
+        with fsspec.open(path, "rb") as f:
+            raw = f.read()
+    except decode_errors() as e:
+        raise undecodable(path, e, "before its first byte") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a JSON file (undecodable bytes at byte {e.start})") from None
+    value, problem, line = parse_json(text)
+    if problem:
+        raise InputError(f"{path}:{line}: {problem}")
+    return value
 
 
 MAX_BAD_LINES = 100

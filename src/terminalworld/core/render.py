@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -241,10 +240,18 @@ class Renderer:
         self.sim_prompt = sim_prompt
 
     def template_text(self, messages: list[Message]) -> str:
-        """The chat template's rendering of `messages` (no generation prompt)."""
-        return self.tokenizer.apply_chat_template(
-            [{"role": m.role, "content": m.content} for m in messages], tokenize=False, chat_template=self.chat_template
-        )
+        """The chat template's rendering of `messages` (no generation prompt); raises `RenderError`
+        when the template fails on them."""
+        from jinja2 import TemplateError
+
+        try:
+            return self.tokenizer.apply_chat_template(
+                [{"role": m.role, "content": m.content} for m in messages],
+                tokenize=False,
+                chat_template=self.chat_template,
+            )
+        except TemplateError as e:
+            raise RenderError(f"the chat template fails: {e}") from None
 
     def render_messages(self, messages: list[Message], name: str) -> Rendered:
         """Render, tokenize and own `messages` once (cut to `max_len`), with the partition checked;
@@ -284,11 +291,11 @@ def build_renderer(
 ) -> Renderer:
     """A renderer from paths: `tokenizer` (folder, GGUF file or asset name) with its own chat
     template, or the Jinja file `chat_template`, or the template of the model at `template_from`."""
-    from terminalworld.core.assets import load_tokenizer, local_model_path
+    from terminalworld.core.assets import load_tokenizer, local_model_path, read_chat_template
 
     if chat_template and template_from:
         raise InputError("give a chat template file or a model to take the template from, not both")
-    template = Path(chat_template).read_text() if chat_template else None
+    template = read_chat_template(chat_template) if chat_template else None
     if template_from:
         template = load_tokenizer(local_model_path(template_from)).chat_template
     return Renderer(load_tokenizer(tokenizer), template, view, exclude_harness_text, max_len, sim_prompt)

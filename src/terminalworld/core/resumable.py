@@ -15,25 +15,55 @@ from terminalworld.core.records import atomic_jsonl, dumps_row
 from terminalworld.errors import InputError
 
 
-def done_rows(path: str) -> dict[str, dict[str, Any]]:
-    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows."""
+def done_rows(path: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows.
+    Raises `InputError` when the file is not such a file (a line that is not a row, or rows of
+    instances not among `ids`): it belongs to something else, so it is neither resumed nor
+    overwritten."""
     done: dict[str, dict[str, Any]] = {}
     for p in (path, path + ".partial"):
-        if os.path.exists(p):
-            with open(p, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        continue  # a line cut by an interrupted write is scored again
-                    if not row.get("_summary"):
-                        done[row["instance_id"]] = row
+        if not os.path.exists(p):
+            continue
+        with open(p, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        for n, raw in enumerate(lines, start=1):
+            try:
+                row = json.loads(raw)
+            except ValueError:  # not JSON, or not UTF-8
+                if p != path and n == len(lines) and not raw.endswith(b"\n"):
+                    continue  # the line an interrupted append cut: scored again
+                row = None
+            if not isinstance(row, dict) or not (row.get("_summary") or "instance_id" in row):
+                raise InputError(f"{p}:{n}: not a row of this command's output, so it is not overwritten")
+            if not row.get("_summary"):
+                done[row["instance_id"]] = row
+    stray = sorted(set(done) - set(ids))
+    if stray:
+        raise InputError(
+            f"{path}: holds rows of {len(stray)} instances that are not among the inputs (first: {stray[0]}); "
+            "it is another run's output, so it is neither resumed nor overwritten"
+        )
     return done
+
+
+def resumable(out: str, ids: list[str], *, source: str) -> dict[str, dict[str, Any]]:
+    """The rows an earlier run finished for `ids` (read from `source`) in `out`. Raises `InputError`
+    when `ids` repeat (rows are resumed by id) or `out` is another run's output (`done_rows`)."""
+    if len(set(ids)) != len(ids):
+        raise InputError(f"{source}: instance ids are not unique, so rows cannot be resumed by id")
+    return done_rows(out, ids)
 
 
 def model_label(model_name: str | None, model_path: str) -> str:
     """The name a summary gives a model: the one asked for, else its folder's (or file's) name."""
     return model_name or os.path.basename(model_path.rstrip("/"))
+
+
+def _cut_tail(path: str) -> bytes:
+    """The bytes after the last newline of a file (what a killed append left of its line)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return data[data.rfind(b"\n") + 1 :]
 
 
 def resumable_rows(
@@ -46,12 +76,11 @@ def resumable_rows(
 ) -> dict[str, Any]:
     """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
     appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
-    and the `summary` of them last. Returns the summary. Raises `InputError` when `ids` (read
-    from `source`) repeat, since rows are resumed by id."""
-    if len(set(ids)) != len(ids):
-        raise InputError(f"{source}: instance ids are not unique, so rows cannot be resumed by id")
-    done = done_rows(out)
+    and the `summary` of them last. Returns the summary. Raises `InputError` as `resumable` does."""
+    done = resumable(out, ids, source=source)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".partial", "ab") as partial:  # a line a killed append cut is dropped first
+        partial.truncate(partial.tell() - len(_cut_tail(out + ".partial")))
     with open(out + ".partial", "a", encoding="utf-8") as partial:
         for row in produce(done):
             partial.write(dumps_row(row))

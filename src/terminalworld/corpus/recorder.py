@@ -63,17 +63,19 @@ def record_one(
 class RecordConfig:
     """A recording: how many trajectories, the seed, shards, turn counts and sandbox limits."""
 
-    out: str = option(help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
-    trajectories: int = option(120)
-    seed: int = option(0)
-    shard_size: int = option(50)
-    min_turns: int = option(15)
-    max_turns: int = option(30)
-    workers: int = option(0, help="parallel sandboxes (0: one per core)")
-    timeout_s: float = option(10.0, flag="--timeout", help="per-command time limit, seconds")
+    out: str = option(path="output-dir", help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
+    trajectories: int = option(120, minimum=1)
+    seed: int = option(0, minimum=0)
+    shard_size: int = option(50, minimum=1)
+    min_turns: int = option(15, minimum=1)
+    max_turns: int = option(30, minimum=1)
+    workers: int = option(0, minimum=0, help="parallel sandboxes (0: one per core)")
+    timeout_s: float = option(10.0, flag="--timeout", above=0, help="per-command time limit, seconds")
     # SWE-ZERO's cap: the first and last half around a truncation note.
-    max_output_chars: int = option(8000, help="observation cap: head and tail around a truncation note")
-    tasks: str | None = option(None, help="generated tasks folder: one solving episode per task, in solving.jsonl.gz")
+    max_output_chars: int = option(8000, minimum=1, help="observation cap: head and tail around a truncation note")
+    tasks: str | None = option(
+        None, path="input", help="generated tasks folder: one solving episode per task, in solving.jsonl.gz"
+    )
 
 
 def record_corpus(cfg: RecordConfig) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from terminalworld.core.heldout import heldout_row, observed_prefix
 from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dumps_row, expand_all, tallied, write_json
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
-from terminalworld.options import option
+from terminalworld.options import int_list, option
 from terminalworld.pipeline.artifacts import subset_file
 
 
@@ -41,6 +41,23 @@ def sample_key(seed: int, instance_id: str, file: str, line: int) -> int:
     """The seeded 64-bit ranking key of one record; samplers keep the smallest keys."""
     digest = hashlib.blake2b(f"{seed}\0{instance_id}\0{os.path.basename(file)}:{line}".encode(), digest_size=8)
     return int.from_bytes(digest.digest(), "big")
+
+
+def digest64(data: bytes) -> int:
+    """A 64-bit content hash: equal for byte-identical records (and, among a million distinct
+    ones, equal by chance with probability about 3e-8)."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def count_ids(id_hashes: list[int], sizes: list[int]) -> dict[str, int]:
+    """Distinct instance ids among the first `size` ranked rows, per size (for the manifest)."""
+    seen: set[int] = set()
+    out, done = {}, 0
+    for size in sizes:
+        seen.update(id_hashes[done:size])
+        done = size
+        out[str(size)] = len(seen)
+    return out
 
 
 def _trajectories(patterns: list[str], tally: Tally, desc: str) -> Iterator[tuple[Record, Trajectory]]:
@@ -52,10 +69,10 @@ def _trajectories(patterns: list[str], tally: Tally, desc: str) -> Iterator[tupl
 class SubsetsConfig:
     """Nested subsets of a corpus: which files, which sizes, which seed, where to write."""
 
-    corpus: list[str] = option(help="corpus file or glob; repeat (or comma-separate) for several")
-    out: str = option(help="output folder: subset-{size}.jsonl.gz per size, plus manifest.json")
-    sizes: str = option("10000,100000,1000000", help="comma-separated subset sizes")
-    seed: int = option(42)
+    corpus: list[str] = option(path="input", help="corpus file or glob; repeat (or comma-separate) for several")
+    out: str = option(path="output-dir", help="output folder: subset-{size}.jsonl.gz per size, plus manifest.json")
+    sizes: str = option("10000,100000,1000000", check=int_list(minimum=1), help="comma-separated subset sizes")
+    seed: int = option(42, minimum=0)
 
 
 def subset_path(out: str, size: int) -> str:
@@ -64,11 +81,13 @@ def subset_path(out: str, size: int) -> str:
 
 
 def subset_sizes(cfg: SubsetsConfig) -> list[int]:
-    """The distinct subset sizes, ascending; raises `InputError` unless all are positive."""
-    sizes = sorted({int(s) for s in cfg.sizes.split(",") if s.strip()})
-    if not sizes or sizes[0] <= 0:
-        raise InputError(f"--sizes must be positive integers, got {cfg.sizes!r}")
-    return sizes
+    """The distinct subset sizes, ascending; raises `InputError` unless all are positive integers
+    (parsed as strictly as the flag is)."""
+    try:
+        int_list(minimum=1)(cfg.sizes)
+    except ValueError:
+        raise InputError(f"--sizes must be positive integers, got {cfg.sizes!r}") from None
+    return sorted({int(s) for s in cfg.sizes.split(",") if s.strip()})
 
 
 def too_few(valid: int, k: int) -> InputError:
@@ -76,14 +95,19 @@ def too_few(valid: int, k: int) -> InputError:
     return InputError(f"the corpus has {valid} valid trajectories, fewer than the largest subset ({k})")
 
 
-def write_subsets_manifest(cfg: SubsetsConfig, sizes: list[int], tally: Tally) -> dict[str, Any]:
-    """`manifest.json` of a subsets folder: inputs, sizes, counts and the first bad lines."""
+def write_subsets_manifest(
+    cfg: SubsetsConfig, sizes: list[int], tally: Tally, duplicates: int, instance_ids: dict[str, int]
+) -> dict[str, Any]:
+    """`manifest.json` of a subsets folder: inputs, sizes, counts (duplicate records skipped,
+    distinct instance ids per subset) and the first bad lines."""
     manifest = {
         "corpus": cfg.corpus,
         "seed": cfg.seed,
         "sizes": sizes,
         "scanned": tally.counts["scanned"],
         "malformed": tally.counts["malformed"],
+        "duplicates": duplicates,
+        "instance_ids": instance_ids,
         "bad_lines": tally.bad_lines,
         "subsets": {str(s): subset_file(s) for s in sizes},
     }
@@ -94,41 +118,76 @@ def write_subsets_manifest(cfg: SubsetsConfig, sizes: list[int], tally: Tally) -
 def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
     """Write every subset and `manifest.json` (counts and the first bad lines); the subset of
     size k is the first k rows of one seeded ranking, so smaller subsets nest in larger ones.
-    Rows rank by (key, reading position), so even equal keys have one order."""
+    Rows rank by (key, reading position), so even equal keys have one order.
+
+    Duplicates (the rule): a record byte-identical to another is the same trajectory read twice
+    (a shard copied, a line repeated), so only its best-ranked occurrence is sampled and the
+    manifest counts, as `duplicates`, the occurrences skipped among the records ranked up to the
+    last one sampled (a count that depends only on the inputs and the seed). Distinct records that
+    share an instance id are distinct rollouts of one task (SWE-ZERO holds about a hundred per
+    PR) and are kept; `instance_ids` counts the distinct ids of each subset."""
     sizes = subset_sizes(cfg)
     k = sizes[-1]
     tally = Tally()
-    heap: list[tuple[int, int]] = []  # (-key, -spill offset): the k smallest (key, offset) so far
+    # Max-heap of (-key, -position, spill offset, digest); an entry whose digest has since been
+    # taken by a better-ranked copy is dead and dropped when it reaches the top.
+    heap: list[tuple[int, int, int, int]] = []
+    live: dict[int, tuple[int, int, int, int]] = {}  # digest -> (key, position, offset, id hash)
+    skipped: list[tuple[int, int]] = []  # (key, position) of each occurrence skipped as a duplicate
+
+    def top() -> tuple[int, int]:
+        while live.get(heap[0][3], (None, None))[:2] != (-heap[0][0], -heap[0][1]):
+            heapq.heappop(heap)
+        return -heap[0][0], -heap[0][1]
+
     with tempfile.TemporaryFile() as spill:
-        for rec, traj in _trajectories(cfg.corpus, tally, "subsets"):
-            key = sample_key(cfg.seed, traj.instance_id, rec.file, rec.line)
-            if len(heap) == k and key >= -heap[0][0]:
+        for position, (rec, traj) in enumerate(_trajectories(cfg.corpus, tally, "subsets")):
+            rank = (sample_key(cfg.seed, traj.instance_id, rec.file, rec.line), position)
+            if len(live) == k and rank > top():
                 continue
+            line = rec.line_bytes()
+            digest = digest64(line)
+            if digest in live:
+                skipped.append(max(rank, live[digest][:2]))
+                if rank > live[digest][:2]:
+                    continue
+            elif len(live) == k:
+                top()  # the worst-ranked live entry is on top: it makes room
+                del live[heapq.heappop(heap)[3]]
             offset = spill.tell()
-            spill.write(rec.line_bytes())
-            item = (-key, -offset)
-            heapq.heappush(heap, item) if len(heap) < k else heapq.heapreplace(heap, item)
-        if len(heap) < k:
-            raise too_few(len(heap), k)
-        ranked = sorted((-neg, -off) for neg, off in heap)
+            spill.write(line)
+            live[digest] = (*rank, offset, digest64(traj.instance_id.encode()))
+            heapq.heappush(heap, (-rank[0], -rank[1], offset, digest))
+            if len(heap) > 2 * k:  # dead entries of replaced copies: memory stays O(k)
+                heap[:] = [(-v[0], -v[1], v[2], d) for d, v in live.items()]
+                heapq.heapify(heap)
+        if len(live) < k:
+            raise too_few(len(live), k)
+        ranked = sorted(live.values())
+        last = ranked[-1][:2]
         for size in sizes:
             with atomic_jsonl(subset_path(cfg.out, size)) as f:
-                for _, off in ranked[:size]:
+                for _, _, off, _ in ranked[:size]:
                     spill.seek(off)
                     f.write(spill.readline().decode())
-    return write_subsets_manifest(cfg, sizes, tally)
+    duplicates = sum(r <= last for r in skipped)
+    return write_subsets_manifest(cfg, sizes, tally, duplicates, count_ids([r[3] for r in ranked], sizes))
 
 
 @dataclass(frozen=True)
 class HeldoutConfig:
     """The held-out set: trajectories from repos (and instances) unseen in the training subsets."""
 
-    corpus: list[str] = option(help="corpus file or glob; repeat for several")
-    train: list[str] = option(help="training subset file or glob; repeat for several")
-    out: str = option(help="output file (rows in the held-out schema); PATH.manifest.json beside it")
-    n: int = option(100, help="how many rows (one per repo)")
-    context_turns: int = option(14, help="context pairs before the target pair")
-    seed: int = option(42)
+    corpus: list[str] = option(path="input", help="corpus file or glob; repeat for several")
+    train: list[str] = option(path="input", help="training subset file or glob; repeat for several")
+    out: str = option(
+        path="output-file",
+        companions=[".manifest.json"],
+        help="output file (rows in the held-out schema); PATH.manifest.json beside it",
+    )
+    n: int = option(100, minimum=1, help="how many rows (one per repo)")
+    context_turns: int = option(14, minimum=0, help="context pairs before the target pair")
+    seed: int = option(42, minimum=0)
 
 
 def check_heldout(cfg: HeldoutConfig) -> None:
@@ -137,6 +196,18 @@ def check_heldout(cfg: HeldoutConfig) -> None:
     if cfg.n <= 0 or cfg.context_turns < 0:
         raise InputError("--n must be positive and --context-turns non-negative")
     expand_all(cfg.corpus)
+
+
+def check_train(cfg: HeldoutConfig, tally: Tally) -> None:
+    """Raise `InputError` when the training files hold no valid trajectory: excluding nothing
+    would silently hold out trajectories the models were trained on."""
+    if tally.counts["scanned"] == tally.counts["malformed"]:
+        first = tally.bad_lines[0] if tally.bad_lines else None
+        where = f"; first: {first['file']}:{first['line']}: {first['reason']}" if first else ""
+        raise InputError(
+            f"--train {','.join(cfg.train)}: no valid trajectory in {tally.counts['scanned']} records, "
+            f"so nothing could be excluded{where}"
+        )
 
 
 def train_sets(records: Iterable[tuple[Record, Trajectory]]) -> tuple[set[str], set[str]]:
@@ -177,6 +248,7 @@ def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
     check_heldout(cfg)
     train_tally = Tally()
     train_repos, train_ids = train_sets(_trajectories(cfg.train, train_tally, "train ids"))
+    check_train(cfg, train_tally)
 
     tally = Tally()
     best: dict[str, tuple[int, int, dict[str, Any]]] = {}  # repo -> (key, reading position, held-out row)

@@ -2,9 +2,10 @@
 
 Both rules are mergeable, so each shard keeps only what could win and the driver merges:
 
-- Subsets: each shard keeps its k smallest (key, file, line) triples (a bounded heap of keys, no
-  row text) and writes them sorted to scratch; the driver merges the sorted runs and takes the
-  first k, then a second pass has each shard copy its selected lines (raw bytes, no parsing) with
+- Subsets: each shard keeps its k best-ranked distinct records as (key, file, line, content
+  digest, id hash) (a bounded heap of keys, no row text) and writes them sorted to scratch; the
+  driver merges the sorted runs and takes the first k with distinct digests (the duplicate rule of
+  `sampling.make_subsets`, whose counts the shards' skipped copies and the merge's add up to), then a second pass has each shard copy its selected lines (raw bytes, no parsing) with
   their ranks, and the driver interleaves the runs by rank into every subset file at once.
 - Held-out: the training subsets' repos and instance ids are collected by one pass; each corpus
   shard then keeps, per eligible repo, its smallest candidate, plus the held-out rows of only its
@@ -48,6 +49,9 @@ from terminalworld.corpus.sampling import (
     HeldoutConfig,
     SubsetsConfig,
     check_heldout,
+    check_train,
+    count_ids,
+    digest64,
     eligibility,
     sample_key,
     subset_path,
@@ -115,23 +119,47 @@ def _load_array(path: str) -> np.ndarray:
 
 # --- nested subsets ---------------------------------------------------------------------------
 
-_KEYS = np.dtype([("key", "<u8"), ("file", "<u4"), ("line", "<u8")])
+_KEYS = np.dtype([("key", "<u8"), ("file", "<u4"), ("line", "<u8"), ("digest", "<u8"), ("id", "<u8")])
+_RANKS = np.dtype([("key", "<u8"), ("file", "<u4"), ("line", "<u8")])
 
 
 def _rank_shard(index: int, spec: Spec, *, seed: int, k: int, scratch: str) -> dict[str, Any]:
-    """A shard's k smallest (key, file, line), sorted, written to scratch; its tally."""
+    """A shard's k best-ranked distinct records as (key, file, line, digest, id hash), sorted, and
+    the ranks of the occurrences it skipped as duplicates, written to scratch; its tally. The
+    duplicate rule is `sampling.make_subsets`'s, applied within the shard."""
     tally = Tally()
-    heap: list[tuple[int, int, int]] = []  # negated: the largest kept triple is on top
+    heap: list[tuple[int, int, int, int]] = []  # negated rank, then digest: the worst kept on top
+    live: dict[int, tuple[int, int, int, int]] = {}  # digest -> (key, file, line, id hash)
+    skipped: list[tuple[int, int, int]] = []
+
+    def top() -> tuple[int, int, int]:
+        while live.get(heap[0][3], (None,) * 3)[:3] != (-heap[0][0], -heap[0][1], -heap[0][2]):
+            heapq.heappop(heap)
+        return -heap[0][0], -heap[0][1], -heap[0][2]
+
     for fi, rec, traj in _pairs(spec, tally):
-        item = (-sample_key(seed, traj.instance_id, rec.file, rec.line), -fi, -rec.line)
-        if len(heap) < k:
-            heapq.heappush(heap, item)
-        elif item > heap[0]:
-            heapq.heapreplace(heap, item)
-    keys = np.array(sorted((-a, -b, -c) for a, b, c in heap), dtype=_KEYS)
+        rank = (sample_key(seed, traj.instance_id, rec.file, rec.line), fi, rec.line)
+        if len(live) == k and rank > top():
+            continue
+        digest = digest64(rec.line_bytes())
+        if digest in live:
+            skipped.append(max(rank, live[digest][:3]))
+            if rank > live[digest][:3]:
+                continue
+        elif len(live) == k:
+            top()
+            del live[heapq.heappop(heap)[3]]
+        live[digest] = (*rank, digest64(traj.instance_id.encode()))
+        heapq.heappush(heap, (-rank[0], -rank[1], -rank[2], digest))
+        if len(heap) > 2 * k:  # dead entries of replaced copies: memory stays O(k)
+            heap[:] = [(-v[0], -v[1], -v[2], d) for d, v in live.items()]
+            heapq.heapify(heap)
+    keys = np.array(sorted((*v[:3], d, v[3]) for d, v in live.items()), dtype=_KEYS)
     path = os.path.join(scratch, f"keys-{index:05d}.npy")
     _save_array(path, keys)
-    return {"keys": path, **tally.to_json()}
+    skipped_path = os.path.join(scratch, f"skipped-{index:05d}.npy")
+    _save_array(skipped_path, np.array(sorted(skipped), dtype=_RANKS))
+    return {"keys": path, "skipped": skipped_path, **tally.to_json()}
 
 
 def _fetch_shard(index: int, spec: list[tuple[FilePart, np.ndarray, np.ndarray]], *, scratch: str) -> dict[str, Any]:
@@ -160,9 +188,24 @@ def _fetch_shard(index: int, spec: list[tuple[FilePart, np.ndarray, np.ndarray]]
     return {"rows": rows, "ranks": ranks_path, "n": len(found)}
 
 
-def _keys_run(path: str) -> Iterator[tuple[int, int, int]]:
+def _keys_run(path: str) -> Iterator[tuple[int, int, int, int, int]]:
     keys = _load_array(path)
-    return zip(keys["key"].tolist(), keys["file"].tolist(), keys["line"].tolist(), strict=True)
+    return zip(*(keys[name].tolist() for name in _KEYS.names), strict=True)
+
+
+def _distinct(merged: Iterator[tuple[int, int, int, int, int]], k: int) -> tuple[list[tuple], int]:
+    """The first k entries of the merged runs with distinct digests, and how many were skipped as
+    copies of an earlier one (duplicates across shards)."""
+    chosen, seen, skipped = [], set(), 0
+    for entry in merged:
+        if len(chosen) == k:
+            break
+        if entry[3] in seen:
+            skipped += 1
+            continue
+        seen.add(entry[3])
+        chosen.append(entry)
+    return chosen, skipped
 
 
 def _rows_run(result: dict[str, Any]) -> Iterator[tuple[int, bytes]]:
@@ -182,11 +225,16 @@ def make_subsets_sharded(cfg: SubsetsConfig, workers: Workers, scratch: str | No
     with _scratch(scratch) as tmp:
         ranked = run_shards(_rank_shard, specs, workers, name="subsets-rank", seed=cfg.seed, k=k, scratch=tmp)
         tally = Tally.merged([Tally.from_json(r) for r in ranked], files)
-        chosen = list(itertools.islice(heapq.merge(*(_keys_run(r["keys"]) for r in ranked)), k))
+        chosen, duplicates = _distinct(heapq.merge(*(_keys_run(r["keys"]) for r in ranked)), k)
         if len(chosen) < k:
             raise too_few(len(chosen), k)
+        last = chosen[-1][:3]
+        for r in ranked:
+            skipped = _load_array(r["skipped"])
+            duplicates += sum(rank <= last for rank in zip(*(skipped[n].tolist() for n in _RANKS.names), strict=True))
+        instance_ids = count_ids([entry[4] for entry in chosen], sizes)
         selected: dict[int, list[tuple[int, int]]] = {}  # file index -> (line, rank)
-        for rank, (_, fi, line) in enumerate(chosen):
+        for rank, (_, fi, line, _, _) in enumerate(chosen):
             selected.setdefault(fi, []).append((line, rank))
         del chosen
         fetch = []
@@ -210,7 +258,7 @@ def make_subsets_sharded(cfg: SubsetsConfig, workers: Workers, scratch: str | No
                         f.write(line)
             if written != k:
                 raise RuntimeError(f"the fetch pass found {written} of the {k} selected rows")
-    return write_subsets_manifest(cfg, sizes, tally)
+    return write_subsets_manifest(cfg, sizes, tally, duplicates, instance_ids)
 
 
 # --- held-out set -----------------------------------------------------------------------------
@@ -266,6 +314,7 @@ def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | 
     train_files, files = expand_all(cfg.train), expand_all(cfg.corpus)
     trained = run_shards(_train_shard, shard_parts(train_files, workers.shards), workers, name="heldout-train")
     train_tally = Tally.merged([Tally.from_json(r) for r in trained], train_files)
+    check_train(cfg, train_tally)
     train_repos = {r for t in trained for r in t["repos"]}
     train_ids = {i for t in trained for i in t["ids"]}
     del trained

@@ -27,9 +27,9 @@ class ExecConfig:
 
     command: list[str] = option(positional=True, help="the command, after --; its words are joined by spaces")
     repo: str = option(help="the repository folder, mounted writable at /testbed")
-    timeout_s: float | None = option(None, flag="--timeout", help="wall-clock limit, seconds")
-    memory_mb: int | None = option(None, help="memory limit, MiB")
-    disk_mb: int | None = option(None, help="how much the repository may grow, MiB")
+    timeout_s: float | None = option(None, flag="--timeout", above=0, help="wall-clock limit, seconds")
+    memory_mb: int | None = option(None, minimum=1, help="memory limit, MiB")
+    disk_mb: int | None = option(None, minimum=1, help="how much the repository may grow, MiB")
 
 
 def exec_main(cfg: ExecConfig) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from terminalworld.errors import ResultsError
+from terminalworld.errors import InputError, ResultsError
 
 BUCKETS = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, math.inf))
 
@@ -36,28 +36,55 @@ class Results:
 
 def read_results(path: str) -> Results:
     """Read a scores file of `terminalworld score` (local or remote), named by the summary's
-    `model_name`, else the path. Raises `ResultsError` on a line that is not JSON, or when there is
+    `model_name`, else the path. Raises `ResultsError` naming the file (and line) when it cannot be
+    read, on a line that is not JSON or holds NaN or infinity (never valid JSON), or when there is
     no summary row (an unfinished run)."""
-    import fsspec
+    from terminalworld.core.records import iter_lines
 
     rows, skipped, summary = {}, {}, None
-    with fsspec.open(path, "r", encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
+    try:
+        for n, raw in iter_lines(path):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ResultsError(f"{path}:{n}: not a scores file (undecodable bytes at byte {e.start})") from None
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = json.loads(line, parse_constant=_refuse_constant)
             except json.JSONDecodeError as e:
                 raise ResultsError(f"{path}:{n}: invalid JSON ({e.msg})") from None
+            except (ValueError, RecursionError) as e:
+                raise ResultsError(f"{path}:{n}: {e}") from None
             if not isinstance(row, dict) or (not row.get("_summary") and "instance_id" not in row):
                 raise ResultsError(f"{path}:{n}: not a scorer row (no instance_id)")
             if row.get("_summary"):
                 summary = row
             else:
                 (skipped if "skipped" in row else rows)[row["instance_id"]] = row
+    except InputError as e:
+        raise ResultsError(str(e)) from None
     if summary is None:
         raise ResultsError(f"{path}: no summary row; the scoring run did not finish (rerun it to resume)")
     return Results(summary.get("model_name") or path, path, rows, summary, skipped)
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a score can have")
+
+
+def _score_problem(row: dict[str, Any]) -> str | None:
+    """Why a scored row cannot enter the table (a missing, non-numeric or non-finite `ppl`,
+    `sum_nll` or `n_target_tokens`), or None."""
+    for k in ("ppl", "sum_nll", "n_target_tokens"):
+        v = row.get(k)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return f"{k} is {v!r}, not a number"
+        if not math.isfinite(v):
+            return f"{k} is {v}, not a finite number"
+    if row["n_target_tokens"] <= 0 or row["ppl"] <= 0:
+        return "a scored row has at least one target token and a positive ppl"
+    return None
 
 
 def token_weighted_ppl(sum_nll: np.ndarray, n: np.ndarray) -> float:
@@ -145,7 +172,8 @@ def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, referen
 def compare(results: list[Results], base: str, reference: str | None = None) -> dict[str, Any]:
     """The probe table `{base, reference, n_common, checkpoints}`: one `checkpoint_metrics` row per
     result, in input order, over the trajectories every result scored (sorted ids). Raises
-    `ResultsError` on duplicate model names, an unknown base or reference, or no common trajectory."""
+    `ResultsError` on duplicate model names, an unknown base or reference, no common trajectory, or
+    a common row whose `ppl`, `sum_nll` or `n_target_tokens` is not a finite positive number."""
     by_name = {r.name: r for r in results}
     if len(by_name) != len(results):
         raise ResultsError("two result files carry the same model name; pass distinct --model-name when scoring")
@@ -156,6 +184,10 @@ def compare(results: list[Results], base: str, reference: str | None = None) -> 
     common = sorted(set.intersection(*(set(r.rows) for r in results)))
     if not common:
         raise ResultsError("no trajectory was scored by every checkpoint")
+    for r in results:
+        for i in common:
+            if problem := _score_problem(r.rows[i]):
+                raise ResultsError(f"{r.path}: row {i}: {problem}")
     b, ref = by_name[base], by_name.get(reference) if reference else None
     return {
         "base": base,

@@ -1,6 +1,6 @@
 """Env-token perplexity of a model on held-out rows: the world-model probe's scorer.
 
-Span (docs/design.md, "Env-token scoring"): the tokens of the target observation's content after the
+Span (DESIGN.md, "Env-token scoring"): the tokens of the target observation's content after the
 literal prefix `Observation: `, by the same last-character ownership rule as the loss masks, plus
 its end-of-turn token. The conversation is rendered and tokenized once; the span is never derived
 by subtracting the length of a prefix render (Qwen3's template renders the last assistant turn
@@ -14,6 +14,9 @@ positions that predict span tokens, a chunk at a time, so the head's cost and me
 span, not the whole sequence times the vocabulary. `all_depths` scores every observation of the row in the same forward.
 On CPU rows go one per forward (the matmuls are already large); on GPU and with vLLM they are
 batched, longest first.
+
+A row whose target observation holds no terminal text is skipped with its reason (`empty_target`),
+as is a row longer than the model's context.
 
 Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
 the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
@@ -32,7 +35,7 @@ import numpy as np
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.render import Rendered, Renderer, build_renderer
-from terminalworld.core.resumable import model_label, resumable_rows
+from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
@@ -150,11 +153,18 @@ def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndar
 
 def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
     """Token count, summed NLL (nats), mean NLL and PPL (exp of the mean) of one span's
-    log-probabilities; mean and PPL are NaN for an empty span."""
+    log-probabilities; mean and PPL are None (JSON null, never a bare NaN) for an empty span."""
     n = len(logprobs)
     s = float(-logprobs.sum())
-    mean = s / n if n else float("nan")
-    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else float("nan")}
+    mean = s / n if n else None
+    return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else None}
+
+
+def empty_target(row: dict[str, Any]) -> bool:
+    """Whether the target observation holds no terminal text (nothing, or only white space, after
+    `Observation: `): its score would be the end-of-turn token's alone, a number about the
+    template, not the terminal, so such a row is skipped with its reason."""
+    return not row["target_env"].removeprefix(OBSERVATION_PREFIX).strip()
 
 
 @dataclass(frozen=True)
@@ -162,8 +172,14 @@ class ScoreConfig:
     """One scoring run: a model, the held-out rows, the framing, and where the scores go."""
 
     model_path: str = option(help="HF folder, gs:// folder, cached HF id, GGUF file, or smollm2")
-    heldout: str = option(help="held-out rows (JSON Lines)")
-    out: str = option(flag="--out", aliases=["--out-path"], help="scores file; rerunning resumes it")
+    heldout: str = option(path="input", help="held-out rows (JSON Lines)")
+    out: str = option(
+        flag="--out",
+        aliases=["--out-path"],
+        path="output-file",
+        companions=[".partial"],
+        help="scores file; rerunning resumes it",
+    )
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
@@ -189,6 +205,9 @@ def score_rows(
         traj = heldout_trajectory(row)
         r = renderer.render(traj)
         base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
+        if empty_target(row):
+            yield {**base, "skipped": "empty target observation: only its end-of-turn token would be scored"}
+            continue
         if scorer.max_len is not None and len(r.input_ids) > scorer.max_len:
             yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
             continue
@@ -254,6 +273,8 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     returns the summary row."""
 
     rows = read_heldout(cfg.heldout)
+    # Repeated ids, or another run's --out, are refused before the model loads.
+    resumable(cfg.out, [r["instance_id"] for r in rows], source=cfg.heldout)
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt

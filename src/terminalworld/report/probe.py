@@ -11,7 +11,7 @@ import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
-from terminalworld.options import named_files, option
+from terminalworld.options import named_files, option, readable_file
 from terminalworld.report.figures import log_axis, model_colors, save_plot
 from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
 from terminalworld.report.simgrade import in_model_order, read_sims, sim_markdown, sim_plots, sim_table
@@ -151,7 +151,7 @@ def write_comparison(
         table["sim"] = sim_table(in_model_order(sims, [c["name"] for c in table["checkpoints"]]))
         text += "\n" + sim_markdown(table["sim"])
     os.makedirs(out, exist_ok=True)
-    write_json(os.path.join(out, "metrics.json"), table)
+    write_json(os.path.join(out, "metrics.json"), table, allow_nan=False)
     with atomic_output(os.path.join(out, "report.md")) as f:
         f.write(text.encode())
     table["plots"] = plots(results, table, out)
@@ -172,12 +172,16 @@ def read_grades(pairs: list[str]) -> dict[str, dict[str, Any]]:
 class CompareConfig:
     """The probe table from scorer outputs, and the agent grades beside it."""
 
-    results: list[str] = option(positional=True, help="scorer outputs (one JSONL per checkpoint)")
+    results: list[str] = option(
+        positional=True, path="input", check=readable_file, help="scorer outputs (one JSONL per checkpoint)"
+    )
     base: str = option(help="model name of the base checkpoint")
-    out: str = option(help="output folder: report.md, metrics.json, plots")
+    out: str = option(path="output-dir", help="output folder: report.md, metrics.json, plots")
     reference: str | None = option(None, help="model name to count degradations against")
-    agent: list[str] = option([], help="NAME=PATH of an agent-eval summary.json; repeat for each checkpoint")
-    sim: list[str] = option([], help="NAME=PATH of a sim-eval output (any tier); repeat for each")
+    agent: list[str] = option(
+        [], path="named-input", help="NAME=PATH of an agent-eval summary.json; repeat for each checkpoint"
+    )
+    sim: list[str] = option([], path="named-input", help="NAME=PATH of a sim-eval output (any tier); repeat for each")
 
 
 def compare_main(cfg: CompareConfig) -> None:

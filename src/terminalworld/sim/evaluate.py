@@ -52,26 +52,28 @@ class SimEvalConfig:
     """One free-running evaluation: a model, the rows, decoding, and where the rows go."""
 
     model_path: str = option(flag="--model", aliases=["--model-path"], help="HF folder, GGUF file, or smollm2")
-    out: str = option(help="rows file; rerunning resumes it")
-    heldout: str | None = option(None, help="held-out rows (JSON Lines): tier 1")
-    probes: str | None = option(None, help="probe rows from `terminalworld probes make`: tier 2")
-    tasks: str | None = option(None, help="task folder (`tasks make`): tier 3, the closed loop with a shadow")
+    out: str = option(path="output-file", companions=[".partial"], help="rows file; rerunning resumes it")
+    heldout: str | None = option(None, path="input", help="held-out rows (JSON Lines): tier 1")
+    probes: str | None = option(None, path="input", help="probe rows from `terminalworld probes make`: tier 2")
+    tasks: str | None = option(
+        None, path="input", help="task folder (`tasks make`): tier 3, the closed loop with a shadow"
+    )
     agent: Literal["solver", "model"] = option("solver", help="tier 3's agent: the solver's script or a model")
     agent_model: str | None = option(None, help="tier 3: the agent's checkpoint (with --agent model)")
-    max_turns: int = option(12, help="tier 3: the harness's turn limit")
-    context_tokens: int = option(8192, help="tier 3: the agent's context")
-    max_tokens_per_turn: int = option(256, help="tier 3: the agent's tokens per reply")
+    max_turns: int = option(12, minimum=1, help="tier 3: the harness's turn limit")
+    context_tokens: int = option(8192, minimum=1, help="tier 3: the agent's context")
+    max_tokens_per_turn: int = option(256, minimum=1, help="tier 3: the agent's tokens per reply")
     mode: Literal["agent", "sim"] = option("agent", help="agent: observation as the user turn; sim: as the reply")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template (a base model)")
-    max_new_tokens: int = option(1024, help="cap per observation; a capped output ends with a visible note")
-    temperature: float = option(0.0, help="0 is greedy")
-    seed: int = option(0)
+    max_new_tokens: int = option(1024, minimum=1, help="cap per observation; a capped output ends with a visible note")
+    temperature: float = option(0.0, minimum=0, help="0 is greedy")
+    seed: int = option(0, minimum=0)
     all_depths: bool = option(False, help="generate every observation of a row, each from its real prefix")
     backend: Literal["hf", "vllm"] = option("hf")
     dtype: Literal["float32", "bfloat16"] = option("float32")
     device: Literal["cpu", "cuda"] = option("cpu")
-    batch_size: int = option(1, help="prompts per HF generate call")
+    batch_size: int = option(1, minimum=1, help="prompts per HF generate call")
 
 
 def bucket(chars: int) -> str:

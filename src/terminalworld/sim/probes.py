@@ -296,14 +296,18 @@ def _probe(*, i: int, order: Sequence[CodeTree], seed: int, sandbox_config: Sand
 class ProbesConfig:
     """A probe set: how many, the seed, which code trees, and the sandbox's limits."""
 
-    out: str = option(help="probe rows (JSON Lines); the manifest goes to OUT.manifest.json")
-    n: int = option(200, help="number of probes, round-robin over the families")
-    seed: int = option(0)
+    out: str = option(
+        path="output-file",
+        companions=[".manifest.json"],
+        help="probe rows (JSON Lines); the manifest goes to OUT.manifest.json",
+    )
+    n: int = option(200, minimum=1, help="number of probes, round-robin over the families")
+    seed: int = option(0, minimum=0)
     repos: list[str] = option([], metavar="REPO", help="only these code trees (pypi/NAME)")
     exclude_repos: list[str] = option([], metavar="REPO", help="leave these code trees out (say, trained on)")
-    timeout_s: float = option(10.0, help="wall limit per command")
-    max_output_chars: int = option(8000, help="the sandbox's output cut (head and tail), as the recorder's")
-    workers: int = option(0, help="parallel probes (0: one per core); the output does not depend on it")
+    timeout_s: float = option(10.0, above=0, help="wall limit per command")
+    max_output_chars: int = option(8000, minimum=1, help="the sandbox's output cut (head and tail), as the recorder's")
+    workers: int = option(0, minimum=0, help="parallel probes (0: one per core); the output does not depend on it")
 
 
 def make_probes(cfg: ProbesConfig) -> dict[str, Any]:

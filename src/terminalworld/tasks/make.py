@@ -50,18 +50,18 @@ MAX_PASS_TO_PASS = 5
 class MakeTasksConfig:
     """`terminalworld tasks make`: how many tasks, from which repositories, with which seed."""
 
-    out: str = option(help="output folder: one Harbor task folder per task, plus manifest.json")
-    n: int = option(20, help="how many tasks")
-    seed: int = option(0)
+    out: str = option(path="output-dir", help="output folder: one Harbor task folder per task, plus manifest.json")
+    n: int = option(20, minimum=1, help="how many tasks")
+    seed: int = option(0, minimum=0)
     repos: list[str] = option([], help="only these code trees (pypi/NAME); default: all")
     exclude_repos: list[str] = option([], help="never these code trees")
     exclude_repos_from: list[str] = option(
-        [], help="trajectory files or globs (a training subset): the repos in them are never used"
+        [], path="input", help="trajectory files or globs (a training subset): the repos in them are never used"
     )
-    per_repo: int = option(1, help="at most this many tasks from one repository")
-    max_modules: int = option(6, help="modules of a repository tried before giving up on it")
-    max_bugs: int = option(12, help="bugs tried per function")
-    workers: int = option(0, help="repositories in parallel (0: one per core)")
+    per_repo: int = option(1, minimum=1, help="at most this many tasks from one repository")
+    max_modules: int = option(6, minimum=1, help="modules of a repository tried before giving up on it")
+    max_bugs: int = option(12, minimum=1, help="bugs tried per function")
+    workers: int = option(0, minimum=0, help="repositories in parallel (0: one per core)")
 
 
 def _cases(module: str, function: str, calls: list[list[str]]) -> list[dict[str, Any]]:
@@ -255,6 +255,11 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     excluded, tally = set(cfg.exclude_repos), Tally()
     for _, traj in tallied(iter_trajectories(cfg.exclude_repos_from) if cfg.exclude_repos_from else (), tally):
         excluded.add(traj.repo)
+    if cfg.exclude_repos_from and tally.counts["scanned"] == tally.counts["malformed"]:
+        raise InputError(
+            f"--exclude-repos-from {','.join(cfg.exclude_repos_from)}: no valid trajectory in "
+            f"{tally.counts['scanned']} records, so nothing could be excluded"
+        )
     trees = [t for t in discover_code_trees() if (not cfg.repos or t.repo in cfg.repos) and t.repo not in excluded]
     if not trees:
         raise InputError("no code tree left after --repos / --exclude-repos")

@@ -86,8 +86,8 @@ class ShowMaskConfig(RenderOptions):
     """One trajectory shown with each arm's trained tokens, and the coverage table of the input."""
 
     arm: Literal["assistant", "full", "user", "all"] = option("all")
-    index: int = option(0, help="which trajectory of the input to print")
-    max_chars: int | None = option(None, help="cut each printed arm after this many characters")
+    index: int = option(0, minimum=0, help="which trajectory of the input to print")
+    max_chars: int | None = option(None, minimum=1, help="cut each printed arm after this many characters")
     color: Literal["auto", "always", "never"] = option("auto")
 
 

@@ -16,17 +16,21 @@ from typing import Any
 from terminalworld.core.render import Arm, Renderer, build_renderer, training_row
 from terminalworld.core.views import View
 from terminalworld.errors import RenderError
-from terminalworld.options import option
+from terminalworld.options import chat_template_file, loadable_tokenizer, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class RenderOptions:
     """Which trajectories, and how they are rendered: tokenizer, template, view, harness text, length."""
 
-    tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
-    inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
-    chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
-    max_len: int | None = option(None, help="cut rows after this many tokens")
+    tokenizer: str = option(check=loadable_tokenizer, help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    inputs: list[str] = option(
+        flag="--in", path="input", help="trajectory file or glob; repeat (or comma-separate) for several"
+    )
+    chat_template: str | None = option(
+        None, check=chat_template_file, help="Jinja chat template file (default: the tokenizer's)"
+    )
+    max_len: int | None = option(None, minimum=1, help="cut rows after this many tokens")
     exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
     view: View = option("agent", help="sim: the dedicated-simulator framing")
 
@@ -45,7 +49,7 @@ class RenderOptions:
 class RenderConfig(RenderOptions):
     """One arm of training rows from trajectory files."""
 
-    out: str = option(help=".jsonl, .jsonl.gz or .parquet")
+    out: str = option(path="output-file", help=".jsonl, .jsonl.gz or .parquet")
     arm: Arm = option(help="assistant (a), full (b) or user (c)")
 
 
