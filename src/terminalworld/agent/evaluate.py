@@ -9,7 +9,8 @@ harness). Harbor runs in its own environment (`runtime`); commands run in the pr
 dataset (`registry:NAME@VERSION`).
 
 Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun keeps every trial
-that has a result), `trials.jsonl` (one row per trial), `summary.json` (pass@1 ± stderr, pass@k,
+that has a result), `trials.jsonl` (one row per trial, with the steps of a fix it reached:
+`agent.process`), `summary.json` (pass@1 ± stderr, pass@k, the rate of each step of a fix,
 counts, errors) and `harbor_result.json` (Marin's field names). A trial that crashes is that
 trial's error; the others keep their results.
 """
@@ -182,7 +183,7 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
         tail = log.read_text()[-1500:]
         raise StepFailed(f"Harbor's job failed (exit {proc.returncode}); see {log}:\n{tail}")
     job = out / "jobs" / JOB_NAME
-    rows = results.read_trials(job)
+    rows = results.read_trials(job, agent=cfg.agent, tasks=Path(cfg.tasks) if local else None)
     if n_tasks is None:  # a registry dataset: Harbor's job result counts its trials
         n_tasks = json.loads((job / "result.json").read_text())["n_total_trials"] // cfg.n_attempts
     summary = results.summarize(rows, n_attempts=cfg.n_attempts, n_tasks=n_tasks, dataset=cfg.tasks)

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from terminalworld.agent import process
 from terminalworld.errors import ResultsError
 
 SOLVED = 0.99  # Marin's threshold: a reward at or above it is a solve
@@ -69,14 +70,19 @@ def _span(result: dict[str, Any]) -> float | None:
     ).total_seconds()
 
 
-def read_trials(job_dir: Path) -> list[dict[str, Any]]:
-    """Rows of every trial of a Harbor job folder that wrote its `result.json`, sorted by trial."""
+def read_trials(job_dir: Path, *, agent: str = "model", tasks: Path | None = None) -> list[dict[str, Any]]:
+    """Rows of every trial of a Harbor job folder that wrote its `result.json`, sorted by trial,
+    each with the steps of a fix it reached (`process`; the bugs' files and functions come from the
+    task folders under `tasks`)."""
     rows = []
     for path in sorted(job_dir.glob("*/result.json")):
         try:
-            rows.append(trial_row(json.loads(path.read_text())))
+            row = trial_row(json.loads(path.read_text()))
         except (json.JSONDecodeError, KeyError) as e:
             raise ResultsError(f"{path}: not a Harbor trial result ({e})") from None
+        solved = None if row["reward"] is None else row["reward"] >= SOLVED
+        row["process"] = process.trial_process(path.parent, agent=agent, tasks=tasks, solved=solved)
+        rows.append(row)
     return sorted(rows, key=lambda r: (r["task"], r["trial"]))
 
 
@@ -124,6 +130,7 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
         "pass_at_1_stderr": stderr,
         "pass_at_k": at_k,
         "valid_action_rate": valid,
+        "process": process.rates(rows),
         "tasks": n_tasks,
         "n_attempts": n_attempts,
         "agent_errors": sum(v for k, v in errors.items() if k.startswith("agent:")),

@@ -211,3 +211,33 @@ def tiny_qwen3(vocab_size: int, seed: int = 0):
         max_position_embeddings=8192,
     )
     return Qwen3ForCausalLM(config)
+
+
+def tiny_llama(vocab_size: int, seed: int = 0):
+    """A randomly initialised 2-layer, 32-wide HF Llama with tied embeddings over `vocab_size`
+    tokens: SmolLM2's architecture in miniature, the stand-in for its real weights where a test or
+    reduced run checks the path from HF weights through Levanter and back."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=8192,
+        rope_theta=100000.0,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+    # HF's init leaves the norms at 1 and small weights; wider random scales make a conversion error
+    # (a transposed or misplaced weight) visible in the logits.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.2)
+    return model

@@ -29,6 +29,7 @@ def score_fn(
     model_name: str,
     chat_template_from: str | list | None = None,
     device: str = "cpu",
+    all_depths: bool = False,
 ) -> None:
     """Env-token PPL of `model` on the held-out rows into `{out}/{file}`."""
     from terminalworld.eval.scoring import ScoreConfig, score
@@ -43,6 +44,7 @@ def score_fn(
                 model_name=model_name,
                 chat_template_from=joined(chat_template_from) if chat_template_from else None,
                 device=device,
+                all_depths=all_depths,
             )
         )
 
@@ -55,11 +57,15 @@ def scores(
     mode: str = "agent",
     chat_template_from: Model | None = None,
     device: str = "cpu",
+    all_depths: bool = False,
     resources=None,
     version: str,
 ) -> Scores:
-    """The probe's scores of `model` (rendered with `chat_template_from`'s template if given)."""
+    """The probe's scores of `model` (rendered with `chat_template_from`'s template if given); with
+    `all_depths`, every earlier observation of each row too (the depth curve)."""
     file = artifacts.scores_file(model_name)
+    # all_depths is an input only when set, so scores made before it existed keep their identity.
+    more = {"all_depths": True} if all_depths else {}
     return Scores(
         step(
             artifacts.scores(model_name),
@@ -73,6 +79,7 @@ def scores(
             model_name=model_name,
             chat_template_from=model_input(chat_template_from),
             device=device,
+            **more,
         ),
         file=file,
         model_name=model_name,

@@ -16,6 +16,7 @@ RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (l
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
 ECHO_REPORT = "terminalworld/reports/echo-miniature"
+PILOT_REPORT = "terminalworld/reports/pilot"  # the pilot: SmolLM2-135M, three arms x three scales
 EVAL_SETS = "terminalworld/hf-eval-sets"  # the held-out set and every checkpoint's scores as HF datasets
 PROBES = "terminalworld/probes"  # tier-2 probe set: real session prefixes, true outputs from the sandbox  # ECHO's three arms side by side
 # The docs site: its dependencies are the reports it shows, so its provenance names them.

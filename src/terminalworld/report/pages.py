@@ -1,6 +1,6 @@
 """What the docs site is built from: report artifacts as read, generated pages being written, and
 one renderer per report type (`REPORT_TYPES`): the world-model probe's page, with the agent grade
-beside it when the report has one, and ECHO's miniature."""
+beside it when the report has one, ECHO's miniature, and the pilot's scale axis."""
 
 from __future__ import annotations
 
@@ -91,6 +91,7 @@ class ReportType:
     slug: str
     title: str
     render: Callable[[Artifact, Page, str], None]  # (artifact, page, assets folder relative to the page)
+    empty: str | None = None  # what the page says when no artifact of this type was given
 
 
 # Every report type with a page, by artifact name; `probe_page` shows how one is added.
@@ -220,3 +221,41 @@ def echo_page(report: Artifact, page: Page, assets: str) -> None:
 
 ECHO = ReportType(artifacts.ECHO_REPORT, "echo", "ECHO: results", echo_page)
 REPORT_TYPES[ECHO.artifact] = ECHO
+
+
+def pilot_page(report: Artifact, page: Page, assets: str) -> None:
+    """The pilot: the write-up's findings checked, the scale axis, the paired sign tests and the
+    agent grade's steps of a fix (from `pilot.json`), the depth curve, the departures from the
+    write-up, then the probe page's tables, agent and simulator grades and plots."""
+    from terminalworld.report.scale import scale_markdown
+
+    doc = read_json_at(report.path, "pilot.json")
+    text = scale_markdown(doc["scale_axis"], doc["findings"], doc["process"]).replace("\n## ", "\n### ")
+    page.markdown(text.replace("## ", "### ", 1) if text.startswith("## ") else text)
+    if curve := doc.get("depth_curve"):
+        depths = sorted({p["depth"] for points in curve.values() for p in points})
+        page.add(
+            "### Env PPL by context depth",
+            "",
+            "Median PPL of the k-th observation of a row (rows scored at that depth).",
+            "",
+        )
+        rows = []
+        for name, points in curve.items():
+            at = {p["depth"]: p for p in points}
+            rows.append([name, *(f"{_num(at[d]['median_ppl'])} ({at[d]['rows']})" if d in at else "—" for d in depths)])
+        page.table("|".join(["model", *(str(d) for d in depths)]), rows, "l" + "r" * len(depths))
+    page.add("### Departures from the write-up", "", *(f"- {d}" for d in doc["departures"]), "")
+    page.add("### The probe, agent and simulator tables", "")
+    probe_page(report, page, assets)
+
+
+PILOT = ReportType(
+    artifacts.PILOT_REPORT,
+    "pilot",
+    "Pilot: results",
+    pilot_page,
+    empty="No pilot snapshot exists yet: no complete pilot run has been committed. The README's pilot "
+    "section gives the command that runs it.",
+)
+REPORT_TYPES[PILOT.artifact] = PILOT

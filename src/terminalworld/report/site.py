@@ -199,7 +199,8 @@ def results_pages(reports: list[Artifact], cfg: DocsBuildConfig, repo_url: str) 
         page.add(f"# {kind.title}", "", f"Generated from report artifacts; [what it measures](../{kind.slug}.md).", "")
         mine = [r for r in reports if r.record["name"] == kind.artifact]
         if not mine:
-            page.add('!!! note "No results yet"', "", f"    No `{kind.artifact}` artifact was given to this build.", "")
+            empty = kind.empty or f"No `{kind.artifact}` artifact was given to this build."
+            page.add('!!! note "No results yet"', "", f"    {empty}", "")
         for k, report in enumerate(sorted(mine, key=lambda r: (r.record["version"], r.path), reverse=True)):
             version = report.record["version"]
             page.add(f"## {version}", "", f"From `{shown_path(report.record.get('output_path'), report.record)}`.", "")

@@ -3,6 +3,8 @@ miniature report, and the docs site built from report artifacts."""
 
 from __future__ import annotations
 
+import os
+
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
 
@@ -101,5 +103,89 @@ def docs_site(
             repo_url=repo_url,
             release=release,
             publish={**publish, "version": version} if publish else None,
+        )
+    )
+
+
+def pilot_report_fn(
+    *,
+    scores: dict[str, str | list],
+    out: str,
+    base: str,
+    arms: list[str],
+    scales: list[str],
+    grades: dict[str, str | list],
+    sims: dict[str, dict[str, str | list]],
+    departures: list[str],
+) -> None:
+    """The probe comparison (report.md, metrics.json, plots, agent and simulator tables) and the
+    pilot's own `pilot.json`: the scale axis, the sign tests, the findings checked, the steps of a
+    fix per checkpoint, the depth curve and the departures from the write-up."""
+    from terminalworld.core.records import atomic_output, read_json, write_json
+    from terminalworld.eval.metrics import read_results
+    from terminalworld.report.depth import depth_curve
+    from terminalworld.report.probe import write_comparison
+    from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table
+    from terminalworld.report.simgrade import read_summary
+
+    summaries = {name: read_json(joined(path)) for name, path in grades.items()}
+    sim = {name: {int(t): read_summary(joined(p)) for t, p in tiers.items()} for name, tiers in sims.items()}
+    paths = {name: joined(p) for name, p in scores.items()}
+    table = write_comparison(list(paths.values()), base, None, out, summaries, sim)
+    results = {name: read_results(p) for name, p in paths.items()}
+    axis = scale_table(table, results, arms=arms, scales=scales)
+    found = findings(axis)
+    process = process_table(summaries, [c["name"] for c in table["checkpoints"]])
+    depth = depth_curve(results, sorted(set.intersection(*(set(r.rows) for r in results.values()))))
+    text = scale_markdown(axis, found, process)
+    text += "\n## Departures from the write-up\n\n" + "".join(f"- {d}\n" for d in departures)
+    with atomic_output(os.path.join(out, "report.md")) as f:
+        f.write((table["markdown"] + "\n" + text).encode())
+    doc = {
+        "base": base,
+        "n_trajectories": table["n_common"],
+        "skipped": {name: len(r.skipped) for name, r in results.items()},
+        "scale_axis": axis,
+        "findings": found,
+        "process": process,
+        "depth_curve": depth,
+        "departures": departures,
+    }
+    write_json(os.path.join(out, PILOT_FILE), doc)
+    print(text)
+
+
+PILOT_FILE = "pilot.json"
+
+
+def pilot_report(
+    *,
+    scores: list[Scores],
+    base: str,
+    arms: list[str],
+    scales: list[str],
+    grades: list[AgentGrade],
+    sims: list[SimGrade],
+    departures: list[str],
+    version: str,
+) -> Report:
+    """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
+    (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix, the simulator
+    grades, and the departures from the write-up in plain words."""
+    by_model: dict[str, dict[str, list]] = {}
+    for g in sims:
+        by_model.setdefault(g.model_name, {})[str(g.tier)] = g.file
+    return Report(
+        step(
+            artifacts.PILOT_REPORT,
+            pilot_report_fn,
+            version=version,
+            scores={s.model_name: inside(s, s.file) for s in scores},
+            base=base,
+            arms=list(arms),
+            scales=list(scales),
+            grades={g.model_name: g.summary for g in grades},
+            sims=by_model,
+            departures=list(departures),
         )
     )

@@ -40,6 +40,8 @@ TEST_SH = """#!/bin/bash
 # Runs FAIL_TO_PASS and PASS_TO_PASS cases; reward 1 only when every case passes.
 cd /testbed
 mkdir -p /logs/verifier
+# The repository as submitted, for the agent grade's steps of a fix (agent/process.py).
+git -c safe.directory='*' diff --no-color > /logs/verifier/submission.diff 2>/dev/null || true
 PYTHONDONTWRITEBYTECODE=1 python3 /tests/check.py /tests/cases.json > /logs/verifier/cases.jsonl 2>&1
 status=$?
 cat /logs/verifier/cases.jsonl

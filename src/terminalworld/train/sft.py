@@ -1,19 +1,59 @@
 """Levanter SFT on packed rows (see `train.packing` for how rows become Levanter data).
 
 `train_lm_config` builds the exact `TrainLmConfig` that runs on a TPU pod or, for tiny models, on
-CPU; `run_sft` runs it in this process.
+CPU; `run_sft` runs it in this process. A run starts from an HF checkpoint (its architecture read
+from its `config.json`: Qwen3, or Llama such as SmolLM2 with tied embeddings, converted by
+Levanter's `HFCheckpointConverter`) or from a randomly initialised tiny Qwen3, and ends with an HF
+export. A rerun with the same `run_id` resumes from the newest Levanter checkpoint under
+`output_dir` (model, optimizer state, step and data position), so a killed run loses at most
+`checkpoint_minutes`.
 """
 
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from terminalworld.errors import InputError
 
 # Levanter's per-step HF exports, inside the output folder; the final one moves to `export_dir`.
 HF_STEPS = "hf-steps"
+
+
+def levanter_model_class(hf_checkpoint: str):
+    """The Levanter config class of an HF checkpoint's architecture (its `config.json` model_type)."""
+    from levanter.models.llama import LlamaConfig
+    from levanter.models.qwen import Qwen3Config
+
+    model_type = _model_type(hf_checkpoint)
+    classes = {"qwen3": Qwen3Config, "llama": LlamaConfig}
+    if model_type not in classes:
+        raise InputError(f"{hf_checkpoint}: SFT supports {', '.join(classes)} checkpoints, not {model_type!r}")
+    return classes[model_type]
+
+
+def levanter_source(model: str) -> str:
+    """What Levanter initialises from for a model path: an embedded asset or a GGUF file as its HF
+    folder (converted once), anything else (folder, URL, HF id) as it is, for Levanter to read."""
+    from terminalworld.core.assets import hf_folder, resolve
+
+    return hf_folder(model, "model") if resolve(model)[1] is not None else model
+
+
+def _model_type(hf_checkpoint: str) -> str:
+    """`model_type` of a checkpoint folder (local or any fsspec URL) or, failing that, an HF id."""
+    import json
+
+    from fsspec.core import url_to_fs
+
+    fs, path = url_to_fs(f"{hf_checkpoint.rstrip('/')}/config.json")
+    if fs.exists(path):
+        with fs.open(path) as f:
+            return json.load(f)["model_type"]
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(hf_checkpoint).model_type
 
 
 @dataclass(frozen=True)
@@ -32,7 +72,9 @@ class TinyQwen3:
 class SftRecipe:
     """Optimisation and shapes of one SFT run (the experiment files state the recipes): epochs,
     batch, peak LR with cosine decay to `min_lr_ratio`, warmup fraction, weight decay, gradient
-    clipping, seed, the packed data length `seq_len` and the architecture's `max_seq_len`."""
+    clipping, seed, the packed data length `seq_len` and the architecture's `max_seq_len`. A
+    `warmup` above 1 is a number of steps, so that with a constant schedule the learning rate at a
+    step does not depend on the run's length: a run continued to more `steps` is the same run."""
 
     epochs: float
     batch_size: int
@@ -44,7 +86,19 @@ class SftRecipe:
     seed: int
     seq_len: int
     max_seq_len: int
-    tiny: TinyQwen3 | None = None  # train this shape from scratch (the local demo's base)
+    tiny: dict[str, int] | None = None  # TinyQwen3 fields: train from scratch (the local demo's base)
+    steps: int | None = None  # train exactly this many steps (a scale of one run), instead of `epochs`
+    lr_schedule: str = "cosine"  # Levanter's schedule name; "constant" holds the peak after warm-up
+    # Levanter checkpoints: a rotating one every `checkpoint_minutes` (the newest kept; what a killed
+    # run resumes from), and a permanent one every `checkpoint_every` steps (small models, tests).
+    checkpoint_minutes: float = 30.0
+    checkpoint_every: int | None = None
+
+    def as_input(self) -> dict:
+        """The recipe as a step input: the fields added after the first runs enter it only when set,
+        so checkpoints made before them keep their identity."""
+        later = {"steps": None, "lr_schedule": "cosine", "checkpoint_minutes": 30.0, "checkpoint_every": None}
+        return {k: v for k, v in asdict(self).items() if k not in later or v != later[k]}
 
 
 @dataclass(frozen=True)
@@ -58,7 +112,7 @@ class SftConfig:
     export_dir: str  # the final HF export is moved here
     num_train_steps: int
     recipe: SftRecipe
-    initialize_from_hf: str | None = None  # an HF checkpoint to start from (else a TinyQwen3)
+    initialize_from_hf: str | None = None  # a local HF checkpoint folder to start from (else a TinyQwen3)
     tracker: str = "noop"  # noop | wandb (wandb runs offline unless WANDB_API_KEY is set)
     run_id: str = "sft"  # names the checkpoint and export folders, so a rerun resumes the same run
 
@@ -79,7 +133,6 @@ def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str):
 
 def train_lm_config(cfg: SftConfig):
     """The exact `TrainLmConfig` of a run: a TPU pod's, or for tiny models this CPU's."""
-    from levanter.checkpoint import CheckpointerConfig
     from levanter.main.train_lm import TrainLmConfig
     from levanter.models.qwen import Qwen3Config
     from levanter.optim.config import AdamConfig
@@ -91,7 +144,8 @@ def train_lm_config(cfg: SftConfig):
     r = cfg.recipe
     max_seq_len = r.max_seq_len
     if cfg.initialize_from_hf:
-        model = Qwen3Config(
+        # use_hf_model_config below replaces this with the checkpoint's own shapes.
+        model = levanter_model_class(cfg.initialize_from_hf)(
             max_seq_len=max_seq_len, tokenizer=cfg.tokenizer, reference_checkpoint=cfg.initialize_from_hf
         )
     else:
@@ -99,7 +153,7 @@ def train_lm_config(cfg: SftConfig):
             raise InputError(
                 "a run needs a model: initialize_from_hf, or the recipe's tiny shape to train from scratch"
             )
-        t = r.tiny
+        t = TinyQwen3(**r.tiny)
         model = Qwen3Config(
             max_seq_len=max_seq_len,
             hidden_dim=t.hidden_dim,
@@ -119,7 +173,7 @@ def train_lm_config(cfg: SftConfig):
         train_batch_size=r.batch_size,
         tracker=tracker,
         require_accelerator=False,
-        checkpointer=CheckpointerConfig(base_path=f"{out}/checkpoints", save_interval=datetime.timedelta(minutes=30)),
+        checkpointer=checkpointer_config(f"{out}/checkpoints", r),
         log_dir=Path(out, "logs") if "://" not in out else Path("logs"),
         log_jaxprs=False,
         log_xla_hlo=False,
@@ -129,7 +183,7 @@ def train_lm_config(cfg: SftConfig):
         weight_decay=r.weight_decay,
         warmup=r.warmup,
         min_lr_ratio=r.min_lr_ratio,
-        lr_schedule="cosine",
+        lr_schedule=r.lr_schedule,
         max_grad_norm=r.max_grad_norm,
     )
     return TrainLmConfig(
@@ -142,6 +196,17 @@ def train_lm_config(cfg: SftConfig):
         use_hf_model_config=bool(cfg.initialize_from_hf),
         hf_save_path=f"{out}/{HF_STEPS}",
         hf_save_steps=cfg.num_train_steps,
+    )
+
+
+def checkpointer_config(base_path: str, r: SftRecipe):
+    """Levanter's checkpointer for a recipe: the rotating checkpoint on a timer, permanent ones at
+    multiples of `checkpoint_every` steps if set; the final step is always saved."""
+    from levanter.checkpoint import CheckpointerConfig
+
+    keep = [{"every": r.checkpoint_every}] if r.checkpoint_every else []
+    return CheckpointerConfig(
+        base_path=base_path, save_interval=datetime.timedelta(minutes=r.checkpoint_minutes), keep=keep
     )
 
 

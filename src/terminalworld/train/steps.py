@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import (
@@ -94,17 +95,30 @@ def tokenized(
     )
 
 
-def sft_fn(*, tokenized: str, out: str, recipe: SftRecipe, init_from: str | list | None = None) -> None:
+def sft_fn(
+    *,
+    tokenized: str,
+    out: str,
+    recipe: dict[str, Any],
+    init_from: str | list | None = None,
+    continue_from: str | None = None,
+) -> None:
     """Levanter training on a tokenized artifact; the final HF export lands in `{out}/hf` with the
-    rendering tokenizer and its chat template, so the scorer renders exactly as training did."""
+    rendering tokenizer and its chat template, so the scorer renders exactly as training did. With
+    `continue_from` (an earlier checkpoint artifact of the same run, on the same data), its last
+    Levanter checkpoint is copied in first, so training resumes there: model, optimizer, step and
+    data position."""
     from fsspec.core import url_to_fs
 
     from terminalworld.core.assets import load_tokenizer
     from terminalworld.core.records import read_json
-    from terminalworld.train.sft import SftConfig, run_sft
+    from terminalworld.train.sft import SftConfig, levanter_source, run_sft
 
+    r = SftRecipe(**recipe)
     stats = read_json(os.path.join(tokenized, artifacts.STATS))
-    steps = max(1, math.ceil(stats["pack"]["sequences"] * recipe.epochs / recipe.batch_size))
+    steps = r.steps or max(1, math.ceil(stats["pack"]["sequences"] * r.epochs / r.batch_size))
+    if continue_from is not None:
+        _copy_last_checkpoint(continue_from, out)
     fs, root = url_to_fs(tokenized)
     hf = run_sft(
         SftConfig(
@@ -114,11 +128,27 @@ def sft_fn(*, tokenized: str, out: str, recipe: SftRecipe, init_from: str | list
             output_dir=out,
             export_dir=os.path.join(out, artifacts.HF_EXPORT),
             num_train_steps=steps,
-            recipe=recipe,
-            initialize_from_hf=joined(init_from) if init_from else None,
+            recipe=r,
+            initialize_from_hf=levanter_source(joined(init_from)) if init_from else None,
         )
     )
     load_tokenizer(stats["render_tokenizer"]).save_pretrained(hf)
+
+
+def _copy_last_checkpoint(src: str, out: str, run_id: str = "sft") -> None:
+    """Copy the newest complete Levanter checkpoint of `src`'s run into `out`'s, unless `out` already
+    has one of its own (a rerun resumes from where it got to)."""
+    from fsspec.core import url_to_fs
+
+    fs, base = url_to_fs(f"{src.rstrip('/')}/checkpoints/{run_id}")
+    _, dest = url_to_fs(f"{out.rstrip('/')}/checkpoints/{run_id}")
+    if fs.exists(dest) and fs.glob(f"{dest}/step-*/metadata.json"):
+        return
+    done = sorted(fs.glob(f"{base}/step-*/metadata.json"), key=lambda p: int(p.rsplit("/", 2)[1].split("-")[1]))
+    if not done:
+        raise FileNotFoundError(f"no complete Levanter checkpoint under {base} to continue from")
+    last = done[-1].rsplit("/", 1)[0]
+    fs.get(last.rstrip("/") + "/", f"{dest}/{last.rsplit('/', 1)[1]}/", recursive=True)
 
 
 def checkpoint(
@@ -128,11 +158,15 @@ def checkpoint(
     scale: str,
     recipe: SftRecipe,
     init_from: Model | None = None,
+    continue_from: Checkpoint | None = None,
     resources=None,
     version: str,
 ) -> Checkpoint:
-    """SFT of `init_from` (an HF model or an earlier checkpoint; a tiny Qwen3 from scratch when
-    None and the recipe says `tiny`) on one tokenized arm."""
+    """SFT of `init_from` (an HF model, an asset name such as `smollm2`, or an earlier checkpoint;
+    a tiny Qwen3 from scratch when None and the recipe says `tiny`) on one tokenized arm; with
+    `continue_from`, the same run continued from that checkpoint's last step to `recipe.steps`."""
+    # continue_from is an input only when given, so checkpoints made before it existed keep their identity.
+    more = {"continue_from": continue_from.step} if continue_from is not None else {}
     return Checkpoint(
         step(
             artifacts.checkpoint(arm, scale),
@@ -140,8 +174,9 @@ def checkpoint(
             version=version,
             resources=resources,
             tokenized=tokenized.step,
-            recipe=recipe,
+            recipe=recipe.as_input(),
             init_from=model_input(init_from),
+            **more,
         )
     )
 

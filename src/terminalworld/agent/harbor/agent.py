@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -45,6 +46,9 @@ class SweZeroAgent(BaseAgent):
         replies = kwargs.pop("replies", None)
         self.script = json.loads(Path(replies).read_text()) if replies else None
         super().__init__(logs_dir, model_name, *args, **kwargs)
+        # Each attempt samples its own replies (pass@k needs k different attempts): the seed mixes the
+        # harness seed with the trial's name, which Harbor makes unique per attempt.
+        self.attempt_seed = zlib.crc32(f"{self.harness.seed}:{Path(logs_dir).parent.name}".encode()) % (1 << 31)
 
     @staticmethod
     def name() -> str:
@@ -67,7 +71,7 @@ class SweZeroAgent(BaseAgent):
             "messages": messages,
             "temperature": self.harness.temperature,
             "max_tokens": self.harness.max_tokens_per_turn,
-            "seed": self.harness.seed,
+            "seed": (self.attempt_seed + len(messages)) % (1 << 31),
         }
         return chat_completion(self.api_base, body)
 

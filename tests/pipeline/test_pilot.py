@@ -1,0 +1,122 @@
+"""The pilot's graph, reduced to tiny shapes and run end to end through Marin's step runner: a tiny
+HF Llama with tied embeddings (SmolLM2's architecture) stands in for SmolLM2's weights, so the path
+from HF weights through Levanter SFT, the chained scales and the HF export back is the real one;
+then the probe at every depth, the agent grades with their steps of a fix, the simulator grades
+and the scale-axis report. `tests/train/test_sft.py` checks SmolLM2's own weights in Levanter."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from terminalworld.core.assets import SMOLLM2, load_tokenizer, tiny_llama
+from tests.conftest import load_experiment
+
+
+def test_the_plan_prints_every_step_with_its_cost_and_starts_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
+    pilot = load_experiment("pilot")
+    graph = pilot.build(pilot.Pilot())
+    names = [n for n in graph.models if n != "base"]
+    assert graph.models["base"] == SMOLLM2 and len(names) == 9
+    assert {n.split("-")[0] for n in names} == {"assistant", "full", "user"}
+    steps = pilot.Pilot().scale_steps
+    assert steps[1] >= 3 * steps[0] and steps[2] >= 3 * steps[1]  # scales at least 3x apart
+    table = pilot.cost_table(graph.costs, pilot.MACHINES)
+    assert "sft full-x9" in table and "agent assistant-x1" in table and "sim user-x9" in table
+    from terminalworld.pipeline.entry import main
+
+    assert main([graph.report], "pilot", []) == 0
+    out = capsys.readouterr().out
+    assert "checkpoints/terminalworld/user-x9@" in out and "agent-eval/heldout-tasks/full-x3@" in out
+    assert not (tmp_path / "prefix").exists()
+    gpu = pilot.PRESETS["gpu"]
+    assert gpu.heldout_n >= 40 and gpu.agent_tasks * gpu.attempts >= 32 and gpu.device == "cuda"
+    p = pilot.Pilot()
+    assert p.heldout_n >= 40 and p.agent_tasks >= 8 and p.attempts >= 4  # the floors
+
+
+@pytest.mark.slow_ci
+def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    from terminalworld.pipeline.entry import run
+
+    base = tmp_path / "tiny-llama"
+    tok = load_tokenizer(SMOLLM2)
+    tiny_llama(len(tok), seed=0).save_pretrained(base)
+    tok.save_pretrained(base)
+    pilot = load_experiment("pilot")
+    cfg = pilot.Pilot(
+        base=str(base),
+        trajectories=30,
+        solve_tasks=2,
+        max_output_chars=400,
+        sft_size=10,
+        scale_names=("x1", "x3"),
+        scale_steps=(2, 6),
+        seq_len=2048,  # a multiple of Levanter's attention block (1,024); past the ~800-token system prompt and task
+        warmup_steps=2,
+        heldout_n=4,
+        context_turns=3,
+        agent_tasks=2,
+        attempts=2,
+        harness={"max_turns": 2, "context_tokens": 2048, "max_tokens_per_turn": 16, "temperature": 0.8},
+        sim_heldout_n=2,
+        probes=10,
+        loop_tasks=1,
+        sim={"max_new_tokens": 8},
+        workers=1,
+        shard_rows=5,
+    )
+    graph = pilot.build(cfg)
+    run([graph.report])
+    doc = json.loads(Path(graph.report.path(), "pilot.json").read_text())
+    axis = doc["scale_axis"]
+    assert [(c["arm"], c["scale"]) for c in axis["cells"]] == [
+        (a, s) for a in ("assistant", "full", "user") for s in ("x1", "x3")
+    ]
+    assert axis["n"] == doc["n_trajectories"] >= 1 and all(c["median_ppl"] > 1 for c in axis["cells"])
+    assert all(c["degrades_vs_smallest"] is not None for c in axis["cells"] if c["scale"] == "x3")
+    assert {(t["x"], t["y"]) for t in axis["sign_tests"]} == {
+        ("assistant", "full"),
+        ("assistant", "user"),
+        ("full", "user"),
+    }
+    assert [r["name"] for r in doc["process"]] == ["base", "assistant-x1", "assistant-x3", "full-x1", "full-x3"]
+    assert all(set(r["pass_at_k"]) == {"1", "2"} and r["valid_action"] is not None for r in doc["process"])
+    # Every observation of each row at its depth (1-based): 3 context turns and the target.
+    assert [(p["depth"], p["rows"]) for p in doc["depth_curve"]["base"]] == [(d, 4) for d in (1, 2, 3, 4)]
+    assert len(doc["departures"]) >= 5
+    # Every checkpoint went from the HF weights through Levanter and back: a tied-embedding Llama with
+    # the chat template, the larger scale continuing the smaller one's run to its own step count.
+    for name in ("assistant-x1", "full-x3", "user-x3"):
+        hf = Path(graph.models[name].path(), "hf")
+        config = json.loads((hf / "config.json").read_text())
+        assert config["model_type"] == "llama" and config["tie_word_embeddings"] is True
+        assert "chat_template" in (hf / "tokenizer_config.json").read_text() or (hf / "chat_template.jinja").exists()
+
+    def last_step(name: str) -> int:  # Levanter names a checkpoint by its last completed step, from 0
+        return max(
+            int(p.parent.name.split("-")[1])
+            for p in Path(graph.models[name].path()).glob("checkpoints/sft/step-*/metadata.json")
+        )
+
+    assert (last_step("full-x1"), last_step("full-x3")) == (1, 5)
+    report = Path(graph.report.path(), "report.md").read_text()
+    assert "The scale axis" in report and "steps of a fix" in report and "Departures from the write-up" in report
+    # The docs site's Pilot page, from this run's report, built strictly.
+    from terminalworld.report.site import DocsBuildConfig, build_docs
+    from tests.conftest import REPO_ROOT
+    from tests.report.conftest import copy_docs, mkdocs_build
+
+    docs = copy_docs(tmp_path / "site-src")
+    build_docs(
+        DocsBuildConfig(
+            results=[graph.report.path()], out=str(docs), checkout=str(REPO_ROOT), repo_url="https://example.org/tw"
+        )
+    )
+    page = (docs / "results" / "pilot.md").read_text()
+    assert "The scale axis" in page and "steps of a fix" in page and "Env PPL by context depth" in page
+    assert "Departures from the write-up" in page and "### Reproduce" in page and "No results yet" not in page
+    assert mkdocs_build(tmp_path / "site-src", tmp_path / "site").returncode == 0
