@@ -11,7 +11,7 @@ drifts), in turn:
 - grpo: one forward per sequence, the clipped policy loss alone, backward (SkyRL's step without an
   auxiliary loss);
 - echo: the same forward, `echo_loss` (policy loss plus λ·L_Env from the same log-probabilities),
-  backward — the project's `echo_step.update`;
+  backward — the project's `echo.update.update`;
 - two-forward: what ECHO would cost without sharing the forward, a second forward and backward for
   L_Env alone.
 
@@ -56,8 +56,8 @@ def policy(name: str, vocab: int):
 def main(argv: list[str] | None = None) -> dict:
     import torch
 
-    from terminalworld.train.echo_loss import EchoLossConfig, env_prediction_loss, grpo_advantages, grpo_policy_loss
-    from terminalworld.train.echo_step import sequence_logprobs, update
+    from terminalworld.train.echo.loss import EchoLossConfig, env_prediction_loss, grpo_advantages, grpo_policy_loss
+    from terminalworld.train.echo.update import sequence_logprobs, update
 
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="smollm2")

@@ -33,7 +33,9 @@ HERE = Path(__file__).resolve().parent
 def build_corpus(folder: Path, n: int, shards: int = 20) -> None:
     from terminalworld.core.formats import load_trajectories
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
-    from terminalworld.corpus.synthetic import write_generated_corpus
+
+    sys.path.insert(0, str(HERE.parent))  # the generated corpus is the tests' (tests/synthetic.py)
+    from tests.synthetic import write_generated_corpus
 
     seed_dir = folder / "seed"
     if not (seed_dir / "manifest.json").exists():

@@ -69,7 +69,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 RENDER_SINGLE = """
 import resource, sys
-from terminalworld.core.render import RenderConfig, render_file
+from terminalworld.train.render_rows import RenderConfig, render_file
 render_file(RenderConfig(tokenizer="qwen3", inputs=[sys.argv[1]], out=sys.argv[2] + "/rows.jsonl.gz", arm="assistant", max_len=8191))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

@@ -9,7 +9,7 @@ step, LR 1e-6 with 20 warm-up steps and weight decay 0.01, gradient clip 0.2, cl
 sides, prompt-level advantage normalisation, sequence-mean aggregation, no KL, temperature 0.8,
 up to 16 turns of 2,048 tokens in a 16K context, reward 1 when the task's tests pass; λ = 0.05 on
 the environment-prediction loss; the env-only arm trains λ·L_Env alone for 100 steps. SkyRL runs at
-PR #1716's head in its own environment, with the project's extension (`train/skyrl_echo.py`): the
+PR #1716's head in its own environment, with the project's extension (`train/skyrl/plugin.py`): the
 auxiliary loss on Megatron (Marin's SkyRL strategy) and on FSDP (the reference's), rollouts that
 carry O′ and |O|, and the env-only switch.
 
@@ -26,7 +26,7 @@ from phase0_grid import grid
 from terminalworld.agent import steps as agent
 from terminalworld.pipeline.entry import main
 from terminalworld.train import steps as train
-from terminalworld.train.echo_skyrl import EchoGrpoRecipe
+from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
 
 VERSION = "2026.12.03"
 GPUS = ResourceConfig.with_gpu("H100", count=8)

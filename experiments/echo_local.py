@@ -27,7 +27,7 @@ from local_demo import build as build_demo
 from terminalworld.pipeline.step import Report
 from terminalworld.report import steps as reports
 from terminalworld.train import steps as train
-from terminalworld.train.echo_run import ARMS, EchoRecipe
+from terminalworld.train.echo.miniature import ARMS, EchoRecipe
 
 
 @dataclass(frozen=True)

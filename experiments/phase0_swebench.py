@@ -7,7 +7,7 @@ Terminal-Bench 2.0 of the base and the 1M agents, each served with vLLM and grad
 Arms (a) assistant-only and (b) full-transcript at 10K / 100K / 1M; 3 attempts at 1M, as in the
 write-up (its 1M figures are 3-repetition means). Arm (c) trains on observations only and never
 learns to emit a command, so it is not graded as an agent (its pass@1 would be 0 by construction).
-The harness is the one the checkpoints were trained on (SWE-ZERO's format, `harbor_agent`), with a
+The harness is the one the checkpoints were trained on (SWE-ZERO's format, `agent.harbor.agent`), with a
 32768-token context; Terminal-Bench 2.0 uses Terminus-2 with 5 attempts at temperature 0.6, as
 ECHO reports it. Each step needs one GPU for vLLM and the secret DAYTONA_API_KEY in its
 environment for Harbor's Daytona sandboxes; Harbor runs in its own pinned environment.

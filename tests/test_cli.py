@@ -3,11 +3,11 @@
 import pytest
 
 from terminalworld.cli import build_parser, main
-from terminalworld.core.render import RenderConfig
 from terminalworld.corpus.recorder import RecordConfig
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig
 from terminalworld.eval.scoring import ScoreConfig
 from terminalworld.options import from_args
+from terminalworld.train.render_rows import RenderConfig
 
 
 def parse(*argv):

@@ -1,6 +1,10 @@
-"""The package's shape: no import cycle between modules, small modules, docstrings on the public API."""
+"""The package's shape: no import cycle between modules, imports only downward through the stages,
+no stage reaching into another's generators, foreign-environment modules that import only what
+their environment has, one episode loop, small modules, docstrings on the public API."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "terminalworld"
@@ -24,8 +28,143 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+# The stages, lowest first (docs/design.md, "Layout"): a module imports only from its own stage
+# and the ones before it. `agent` sits below `train` because its harness is the format the
+# checkpoints are trained in (the ECHO rollouts drive it), and the agent grade needs no training code.
+STAGES = (
+    "errors",
+    "core",
+    "options",
+    "pipeline",
+    "env",
+    "tasks",
+    "corpus",
+    "grounding",
+    "agent",
+    "train",
+    "eval",
+    "sim",
+    "report",
+    "cli",
+)
+
+# Modules that make a stage's artifacts. Another stage runs them only through a Marin step (its
+# `steps` module) or the command line; readers of what they make live in lower modules.
+GENERATORS = ("terminalworld.tasks.make", "terminalworld.corpus.recorder", "terminalworld.sim.probes")
+
+# Modules that load only inside another environment, and the packages that environment has
+# beyond the standard library. Their own imports (function-level too) stay inside it, and the
+# project modules they import load in a bare interpreter that has only those packages.
+FOREIGN = {
+    "terminalworld.agent.harbor.agent": ("harbor",),
+    "terminalworld.agent.harbor.environment": ("harbor",),
+    "terminalworld.agent.harbor.job": ("harbor",),
+    "terminalworld.train.skyrl.plugin": ("skyrl", "ray", "megatron", "torch", "transformers", "numpy"),
+}
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "errors"  # the package itself: its version, nothing else
+
+
+def _third_party(path: Path) -> set[str]:
+    """Top-level names of the non-project packages a file imports (function-level imports included)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+    return out - {"terminalworld", "__future__"} - set(sys.stdlib_module_names)
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module(p): _imports(p) - {_module(p)} for p in SRC.rglob("*.py")}
+
+
+def test_imports_go_down_the_stages():
+    rank = {s: i for i, s in enumerate(STAGES)}
+    upward = [f"{m} -> {d}" for m, deps in _graph().items() for d in deps if rank[_stage(d)] > rank[_stage(m)]]
+    assert upward == []
+
+
+def test_no_stage_imports_another_stages_generator():
+    reach = [
+        f"{m} -> {d}"
+        for m, deps in _graph().items()
+        for d in deps
+        if d in GENERATORS and _stage(m) != _stage(d) and not m.endswith(".steps") and m != "terminalworld.cli"
+    ]
+    assert reach == []
+
+
+def test_foreign_environment_modules_import_only_what_their_environment_has():
+    found = {_module(p) for p in SRC.rglob("*.py") if _third_party(p) & {"harbor", "skyrl", "ray", "megatron"}}
+    assert found == set(FOREIGN)  # every module that needs Harbor or SkyRL is declared
+    for module, packages in FOREIGN.items():
+        path = SRC.parent / (module.replace(".", "/") + ".py")
+        assert _third_party(path) <= set(packages), module
+
+
+# Loads a module in an interpreter without site-packages; the environment's own packages are
+# stand-ins (any attribute, call or subclass works), so any other import fails.
+_BARE_IMPORT = """
+import importlib, importlib.abc, importlib.machinery, sys, types
+sys.path.insert(0, {src!r})
+allowed = set({allowed!r})
+
+class Stub:
+    def __init__(self, *a, **k): pass
+    def __call__(self, *a, **k): return Stub()
+    def __getattr__(self, name): return Stub()
+
+class StubModule(types.ModuleType):
+    __path__ = []
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (Stub,), {{}})
+
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in allowed:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+    def create_module(self, spec):
+        return StubModule(spec.name)
+    def exec_module(self, module):
+        pass
+
+sys.meta_path.insert(0, Finder())
+importlib.import_module({module!r})
+"""
+
+
+def test_foreign_environment_modules_load_in_a_bare_interpreter():
+    for module, packages in FOREIGN.items():
+        code = _BARE_IMPORT.format(src=str(SRC.parent), allowed=list(packages), module=module)
+        r = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True)
+        assert r.returncode == 0, f"{module}: {r.stderr.strip().splitlines()[-1:]}"
+
+
+def test_the_bare_import_check_fails_on_a_module_outside_the_environment():
+    code = _BARE_IMPORT.format(src=str(SRC.parent), allowed=["harbor"], module="terminalworld.core.render")
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True)
+    assert r.returncode != 0 and "numpy" in r.stderr
+
+
+def test_one_function_drives_every_episode():
+    # `Episode.act` and `Episode.observe` are called only by the episode driver.
+    driving = [
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.py")
+        if any(call in p.read_text() for call in ("episode.act(", "episode.observe(", "while episode.outcome"))
+    ]
+    assert driving == ["agent/driver.py"]
+
+
 def test_no_import_cycle():
-    graph = {_module(p): _imports(p) - {_module(p)} for p in SRC.rglob("*.py")}
+    graph = _graph()
     state: dict[str, int] = {}
 
     def visit(m: str, stack: list[str]) -> None:

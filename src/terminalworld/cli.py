@@ -44,9 +44,7 @@ def run_cli(fn: Callable[[], object]) -> int:
 
 # (command words, help, config class, function taking the config) for every dataclass command.
 def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object]]]:
-    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
-    from terminalworld.core.maskview import ShowMaskConfig, show_mask
-    from terminalworld.core.render import RenderConfig, render_file
+    from terminalworld.agent.evaluate import AgentEvalConfig
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
     from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
     from terminalworld.env.exec_cli import ExecConfig, exec_main
@@ -54,8 +52,11 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.report.probe import CompareConfig, compare_main
     from terminalworld.report.site import DocsBuildConfig, build_docs
     from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
+    from terminalworld.sim.harbor_loop import agent_grade
     from terminalworld.sim.probes import ProbesConfig, make_probes
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
+    from terminalworld.train.maskview import ShowMaskConfig, show_mask
+    from terminalworld.train.render_rows import RenderConfig, render_file
 
     return [
         (("corpus", "record"), "record real-shell trajectories in SWE-ZERO format", RecordConfig, record_corpus),
@@ -74,7 +75,12 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
         (("compare",), "the probe table, plots and metrics.json from scorer outputs", CompareConfig, compare_main),
         (("sandbox", "exec"), "run one command in the sandbox; print what an agent would see", ExecConfig, exec_main),
         (("tasks", "make"), "SWE-style bug-fix tasks in Harbor's format, validated", MakeTasksConfig, make_tasks),
-        (("agent-eval",), "grade an agent on Harbor-format tasks with Harbor (resumable)", AgentEvalConfig, agent_eval),
+        (
+            ("agent-eval",),
+            "grade an agent on Harbor-format tasks with Harbor (resumable)",
+            AgentEvalConfig,
+            agent_grade,
+        ),
         (("docs", "build"), "the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
     ]
 

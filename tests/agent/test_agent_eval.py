@@ -167,10 +167,19 @@ def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded
     fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{patch}EOF\n```"
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps({"*": [fix, "THOUGHT: check.\n\n```bash\ngit diff --stat\n```"]}))
+    from terminalworld.sim.harbor_loop import agent_grade
+
     out = tmp_path / "simulated"
-    s = _run(
-        one, out, "scripted", replies=str(replies), environment="simulated", simulator="smollm2", simulator_tokens=8
+    cfg = AgentEvalConfig(
+        tasks=str(one),
+        out=str(out),
+        agent="scripted",
+        replies=str(replies),
+        environment="simulated",
+        simulator="smollm2",
+        simulator_tokens=8,
     )
+    s = agent_grade(cfg)
     # The real shadow repository was fixed, so the real verifier scores 1.0 whatever the agent saw.
     assert s["scored_trials"] == 1 and s["pass_at_1"] == 1.0
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from terminalworld.agent import runtime
 from terminalworld.agent.evaluate import AgentEvalConfig, job_spec
+from terminalworld.agent.harbor import runtime
 from terminalworld.agent.vllm import vllm_server
 from terminalworld.errors import StepFailed
 
@@ -19,7 +19,7 @@ ENDPOINT = {"api_base": "http://127.0.0.1:8000/v1", "served_model": "full-1M"}
 def _harbor_accepts(spec: dict) -> dict:
     code = (
         "import json, sys\n"
-        "from terminalworld.agent.harbor_job import job_config\n"
+        "from terminalworld.agent.harbor.job import job_config\n"
         "print(job_config(json.loads(sys.argv[1])).model_dump_json())\n"
     )
     done = subprocess.run(
@@ -36,7 +36,7 @@ def test_harbor_accepts_the_production_jobs(tmp_path):
     swe = AgentEvalConfig(tasks=str(tmp_path), out=str(tmp_path), agent="model", environment="daytona", n_attempts=3)
     job = _harbor_accepts(job_spec(swe, out=tmp_path, endpoint=ENDPOINT, bwrap=None))
     assert job["environment"]["type"] == "daytona" and job["n_attempts"] == 3
-    assert job["agents"][0]["import_path"] == "terminalworld.agent.harbor_agent:SweZeroAgent"
+    assert job["agents"][0]["import_path"] == "terminalworld.agent.harbor.agent:SweZeroAgent"
     assert job["agents"][0]["kwargs"]["api_base"] == ENDPOINT["api_base"]
     tb = AgentEvalConfig(
         tasks="registry:terminal-bench@2.0",

@@ -8,10 +8,11 @@ import pytest
 
 from terminalworld.core.assets import load_tokenizer
 from terminalworld.core.formats import load_trajectories, to_trajectory
-from terminalworld.core.render import ARMS, NOBODY, RenderConfig, Renderer, build_renderer, render_file, token_owners
+from terminalworld.core.render import ARMS, NOBODY, Renderer, build_renderer, token_owners
 from terminalworld.core.trajectories import harness_spans
 from terminalworld.core.views import agent_messages
 from terminalworld.errors import InputError, RenderError
+from terminalworld.train.render_rows import RenderConfig, render_file
 
 TOKENIZERS = ["qwen3", "smollm2"]
 

@@ -9,12 +9,10 @@ import re
 import pytest
 
 from terminalworld.core.formats import load_trajectories
-from terminalworld.core.records import BadLine
+from terminalworld.core.records import MAX_BAD_LINES, BadLine, Tally
 from terminalworld.corpus.sampling import (
-    MAX_BAD_LINES,
     HeldoutConfig,
     SubsetsConfig,
-    Tally,
     make_subsets,
     sample_heldout,
     sample_key,

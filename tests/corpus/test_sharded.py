@@ -6,9 +6,9 @@ import pytest
 from terminalworld.core.records import iter_records
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
 from terminalworld.corpus.sharded import make_subsets_sharded, sample_heldout_sharded, shard_parts
-from terminalworld.corpus.synthetic import write_generated_corpus
 from terminalworld.errors import InputError
 from terminalworld.pipeline.zephyr import Workers, local_workers
+from tests.synthetic import write_generated_corpus
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, extract_command
-from terminalworld.corpus.recorder import RecordConfig, record_corpus
-from terminalworld.corpus.solver import fix_command, record_solving
+from terminalworld.corpus.recorder import RecordConfig, record_corpus, record_solving
+from terminalworld.corpus.solver import fix_command
 from terminalworld.env.sandbox import SandboxConfig
 
 BEFORE = ["def f(x):", "    if x < 0:", "        return 1", "    y = 'a' + x", "    return y", "# end"]

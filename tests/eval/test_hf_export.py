@@ -20,7 +20,7 @@ def heldout_and_scores(fixtures, tmp_path):
     scores = [
         {"instance_id": r["instance_id"], "nll": 1.5 + i, "target_tokens": 10 * (i + 1)} for i, r in enumerate(rows)
     ]
-    summary = {"_summary": True, "model_name": "full", "ppl": 7.0}
+    summary = {"_summary": True, "model_name": "full", "token_weighted_ppl": 7.0}
     (tmp_path / "full.jsonl").write_text("".join(dumps_row(s) for s in [*scores, summary]))
     return tmp_path, rows, scores
 
@@ -40,7 +40,7 @@ def test_export_saves_the_heldout_set_and_each_checkpoints_scores(heldout_and_sc
     full = datasets.load_from_disk(str(out / "full"))
     assert [r["score_nll"] for r in full] == [1.5, 2.5, 3.5]
     assert full[1]["target_env"] == rows[1]["target_env"] and full[1]["score_target_tokens"] == 20
-    assert json.loads((out / "full" / "summary.json").read_text())["ppl"] == 7.0
+    assert json.loads((out / "full" / "summary.json").read_text())["token_weighted_ppl"] == 7.0
 
 
 def test_push_needs_a_token_and_every_repo_named(heldout_and_scores, tmp_path, monkeypatch):

@@ -125,9 +125,9 @@ def assert_summary_by_hand(summary, rows):
     tokens = sum(r["n_target_tokens"] for r in scored)
     nll = math.fsum(r["sum_nll"] for r in scored)
     assert summary["n_scored"] == len(scored) and summary["n_skipped"] == len(rows) - len(scored)
-    assert summary["total_target_tokens"] == tokens
-    assert summary["total_sum_nll"] == pytest.approx(nll, rel=1e-12)
-    assert summary["ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
+    assert summary["tokens"] == tokens
+    assert summary["sum_nll"] == pytest.approx(nll, rel=1e-12)
+    assert summary["token_weighted_ppl"] == pytest.approx(math.exp(nll / tokens), rel=1e-12)
     assert summary["median_ppl"] == pytest.approx(statistics.median(ppls), rel=1e-12)
     assert summary["mean_ppl"] == pytest.approx(statistics.fmean(ppls), rel=1e-12)
     assert summary["n_ppl_gt_10"] == sum(p > 10 for p in ppls)
@@ -158,8 +158,10 @@ def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2
         # Both are float32 on CPU: they differ only by summation order (about 1e-6).
         assert abs(got["mean_nll"] - mean) < 1e-4, (got["mean_nll"], mean)
         total_n, total_nll = total_n + n, total_nll + n * mean
-    assert abs(summary["ppl"] - float(np.exp(total_nll / total_n))) < 1e-4 * summary["ppl"]
-    assert summary["total_target_tokens"] == total_n
+    assert (
+        abs(summary["token_weighted_ppl"] - float(np.exp(total_nll / total_n))) < 1e-4 * summary["token_weighted_ppl"]
+    )
+    assert summary["tokens"] == total_n
     # Named after the model path's last part when no --model-name is given.
     assert (summary["model_name"], summary["model_path"], summary["mode"]) == ("smollm2", "smollm2", mode)
     assert_summary_by_hand(summary, lines[:-1])
@@ -190,7 +192,7 @@ def test_summary_statistics_by_hand():
     # The same values written out, so that the check above cannot share a mistake with this data.
     assert summary["median_ppl"] == pytest.approx((math.exp(1.0) + math.exp(2.5)) / 2)
     assert summary["mean_ppl"] == pytest.approx((math.exp(0.5) + math.exp(3.0) + math.exp(1.0) + math.exp(2.5)) / 4)
-    assert summary["ppl"] == pytest.approx(math.exp((5 + 9 + 40 + 17.5) / 60))
+    assert summary["token_weighted_ppl"] == pytest.approx(math.exp((5 + 9 + 40 + 17.5) / 60))
     assert summary["n_ppl_gt_10"] == 2 and summary["worst"]["instance_id"] == "b" and summary["n_skipped"] == 1
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from terminalworld.report.echo import echo_table, write_echo_report
-from terminalworld.train.echo_run import EchoRecipe
+from terminalworld.train.echo.miniature import EchoRecipe
 
 
 def _arm(arm, before, after, rewards, recipe=None):

@@ -8,8 +8,8 @@ import pytest
 
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.trajectories import extract_command
+from terminalworld.grounding.routing import route
 from terminalworld.report.grounding import fidelity_by_family, ppl_by_bucket, ppl_table, route_share
-from terminalworld.sim.routing import route
 
 
 def test_ppl_by_bucket_by_hand():

@@ -178,7 +178,7 @@ def test_every_report_type_has_a_page_without_results(tmp_path):
         f"{s}.md"
         for s in ("index", "core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")
     }
-    assert "::: terminalworld.agent.harbor_env" in (docs / "reference" / "agent.md").read_text()
+    assert "::: terminalworld.agent.harbor.environment" in (docs / "reference" / "agent.md").read_text()
     assert "::: terminalworld.core.render" in (docs / "reference" / "core.md").read_text()
 
 
@@ -283,7 +283,7 @@ def test_no_external_fetch_in_the_built_site(built_site):
 
 
 def test_loss_mask_example_is_the_current_show_mask_output(capsys):
-    from terminalworld.core.maskview import ShowMaskConfig, show_mask
+    from terminalworld.train.maskview import ShowMaskConfig, show_mask
 
     page = (REPO_ROOT / "docs" / "loss-masks.md").read_text()
     show_mask(

@@ -19,11 +19,11 @@ from terminalworld.core.render import NOBODY, Renderer
 from terminalworld.env.codetrees import discover_code_trees, git, materialize
 from terminalworld.errors import InputError
 from terminalworld.eval.scoring import observation_spans
-from terminalworld.sim import retrieval
-from terminalworld.sim.grounding import Grounder, GroundingOptions, blocks_of
+from terminalworld.grounding import retrieval
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
+from terminalworld.grounding.snapshots import Instance, SnapshotSource, build_store
+from terminalworld.grounding.state import ShadowReader, baseline_of
 from terminalworld.sim.probes import probe_row
-from terminalworld.sim.snapshots import Instance, SnapshotSource, build_store
-from terminalworld.sim.state import ShadowReader
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def repo(tree, workdir):
 
 
 def _block(repo: Path, command: str) -> list[list[str]]:
-    return retrieval.blocks(ShadowReader(repo), retrieval.items(command), retrieval.baseline_of(ShadowReader(repo)))
+    return retrieval.blocks(ShadowReader(repo), retrieval.items(command), baseline_of(ShadowReader(repo)))
 
 
 def test_named_files_ranges_and_folders_are_the_repository_content(repo):
@@ -180,7 +180,7 @@ def test_grounded_renders_partition_and_keep_the_target_tokens(tok, probe_rows, 
 
 
 def test_render_view_sim_with_grounding_writes_grounded_training_rows(probe_rows, tmp_path):
-    from terminalworld.core.render import RenderConfig, render_file
+    from terminalworld.train.render_rows import RenderConfig, render_file
 
     traj = heldout_trajectory(probe_rows["cat"])
     src = tmp_path / "t.jsonl"

@@ -6,7 +6,7 @@ import pytest
 
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.trajectories import extract_command
-from terminalworld.sim.routing import family, route, simple_commands
+from terminalworld.grounding.routing import family, route, simple_commands
 
 # One real command of each probe family (as sim.probes writes them), its family and route.
 PROBE_COMMANDS = [

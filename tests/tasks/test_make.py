@@ -3,9 +3,9 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from terminalworld.env.codetrees import discover_code_trees
+from terminalworld.env.codetrees import discover_code_trees, module_name
 from terminalworld.tasks import layout
-from terminalworld.tasks.make import MakeTasksConfig, make_tasks, module_name
+from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
 
 def _files(task: Path) -> dict[str, bytes]:

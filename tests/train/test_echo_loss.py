@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from terminalworld.train.echo_loss import (
+from terminalworld.train.echo.loss import (
     EchoLossConfig,
     echo_loss,
     env_prediction_loss,

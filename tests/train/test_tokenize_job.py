@@ -9,8 +9,8 @@ import os
 import pytest
 
 from terminalworld.core.records import iter_part, iter_records
-from terminalworld.core.render import RenderConfig, render_file
 from terminalworld.pipeline.zephyr import Workers
+from terminalworld.train.render_rows import RenderConfig, render_file
 from terminalworld.train.tokenize_job import TokenizeJob, range_parts, tokenize_sharded
 
 

@@ -1,11 +1,11 @@
 """`terminalworld agent-eval`: grade an agent on Harbor-format tasks with real Harbor.
 
 The agent is Harbor's `oracle` (runs each task's solution) or `nop` (does nothing), or the
-project's SWE-ZERO agent (`harbor_agent`) driven by a model: in process (`--model`, served on
+project's SWE-ZERO agent (`agent.harbor.agent`) driven by a model: in process (`--model`, served on
 loopback by `serve`), behind an OpenAI-compatible endpoint (`--endpoint`, e.g. vLLM), or by a
 script of replies (`--replies`); or Harbor's Terminus-2 against an endpoint (Terminal-Bench's
 harness). Harbor runs in its own environment (`runtime`); commands run in the project's sandbox
-(`harbor_env`) or, in production, in Daytona. Tasks are a local folder or a Harbor registry
+(`harbor.environment`) or, in production, in Daytona. Tasks are a local folder or a Harbor registry
 dataset (`registry:NAME@VERSION`).
 
 Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun keeps every trial
@@ -24,18 +24,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from terminalworld.agent import results, runtime
+from terminalworld.agent import results
+from terminalworld.agent.harbor import runtime
 from terminalworld.agent.harness import HarnessConfig
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.env.sandbox import bwrap_path, check_available
 from terminalworld.errors import InputError, StepFailed
+from terminalworld.grounding.modes import GroundingMode
 from terminalworld.options import option
-from terminalworld.sim.grounding import GroundingMode
 
 JOB_NAME = "agent-eval"
-SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor_env:SandboxEnvironment"
-SIMULATED_ENVIRONMENT = "terminalworld.agent.harbor_env:SimulatedEnvironment"
-SWE_ZERO_AGENT = "terminalworld.agent.harbor_agent:SweZeroAgent"
+SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor.environment:SandboxEnvironment"
+SIMULATED_ENVIRONMENT = "terminalworld.agent.harbor.environment:SimulatedEnvironment"
+SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class AgentEvalConfig:
     simulator: str | None = option(None, help="checkpoint answering the agent's commands (--environment simulated)")
     simulator_endpoint: str | None = option(None, help="OpenAI-compatible URL serving the simulator, instead")
     simulator_tokens: int = option(1024, minimum=1, help="the simulator's cap per output")
-    grounding: GroundingMode = option("none", help="simulated: none, retrieved, replayed or hybrid (sim.grounding)")
+    grounding: GroundingMode = option("none", help="simulated: none, retrieved, replayed or hybrid (grounding.modes)")
     grounding_budget: int = option(2048, minimum=1, help="simulated: tokens of the grounding block")
     replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
     n_attempts: int = option(1, minimum=1)
@@ -82,7 +83,7 @@ def _harness(cfg: AgentEvalConfig) -> dict[str, Any]:
 
 
 def job_spec(cfg: AgentEvalConfig, *, out: Path, endpoint: dict[str, Any], bwrap: str | None) -> dict[str, Any]:
-    """The Harbor job `harbor_job` runs: Harbor's environment, agent and dataset config sections."""
+    """The Harbor job `harbor.job` runs: Harbor's environment, agent and dataset config sections."""
     if cfg.environment == "sandbox":
         environment = {"import_path": SANDBOX_ENVIRONMENT, "kwargs": {"bwrap": bwrap}}
     elif cfg.environment == "simulated":
@@ -177,7 +178,7 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
         log = out / "harbor.log"
         with open(log, "w") as f:
             proc = subprocess.run(
-                [python, "-m", "terminalworld.agent.harbor_job", str(out / "job_spec.json")],
+                [python, "-m", "terminalworld.agent.harbor.job", str(out / "job_spec.json")],
                 env=runtime.harbor_env(),
                 stdout=f,
                 stderr=subprocess.STDOUT,
@@ -194,14 +195,6 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
             f.write(dumps_row(row))
-    if cfg.environment == "simulated":
-        from terminalworld.sim.closed_loop import harbor_loop, loop_summary
-
-        episodes = harbor_loop(job)
-        with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
-            for e in episodes:
-                f.write(dumps_row(e.row()))
-        summary["closed_loop"] = {"grounding": cfg.grounding, **loop_summary(episodes, [], [])}
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

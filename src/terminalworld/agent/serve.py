@@ -1,8 +1,8 @@
 """An OpenAI-compatible chat-completions endpoint over an in-process HF model, on loopback.
 
 The local stand-in for vLLM's server: the Harbor agent talks to both the same way. It renders the
-messages with the checkpoint's own chat template, generates (greedy at temperature 0, else sampled
-with the request's seed), and answers 400 with "maximum context length" when the prompt and the
+messages with the checkpoint's own chat template, generates (`core.decoding.hf_sample`: greedy at
+temperature 0, else pure temperature sampling with the request's seed), and answers 400 with "maximum context length" when the prompt and the
 requested tokens do not fit, as vLLM does. One request at a time (the model is shared).
 """
 
@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from terminalworld.core.assets import load_hf_model, load_tokenizer
+from terminalworld.core.decoding import hf_sample
 
 
 class ChatModel:
@@ -39,20 +40,17 @@ class ChatModel:
                 f"{len(ids)} and {max_new} more were requested."
             )
             return 400, {"error": {"message": message, "type": "BadRequestError"}}
-        temperature = float(request.get("temperature") or 0.0)
-        with self.lock, torch.no_grad():
-            torch.manual_seed(int(request.get("seed") or 0))
-            out = self.model.generate(
+        with self.lock:
+            out = hf_sample(
+                self.model,
                 torch.tensor([ids]),
                 attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                 max_new_tokens=max_new,
-                do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None,
-                top_p=None,
-                top_k=None,
-                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                temperature=float(request.get("temperature") or 0.0),
+                seed=int(request.get("seed") or 0),
+                pad=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
             )
-        new = out[0, len(ids) :].tolist()
+        new = out[0].tolist()
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         body = {
             "object": "chat.completion",

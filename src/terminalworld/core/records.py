@@ -23,8 +23,9 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
@@ -360,3 +361,52 @@ def read_json(path: str) -> Any:
     if problem:
         raise InputError(f"{path}:{line}: {problem}")
     return value
+
+
+MAX_BAD_LINES = 100
+
+
+@dataclass
+class Tally:
+    """Counts of a pass over records, plus the first MAX_BAD_LINES bad lines with file and line."""
+
+    counts: Counter = field(default_factory=Counter)
+    bad_lines: list[dict[str, Any]] = field(default_factory=list)
+
+    def bad(self, b: BadLine) -> None:
+        """Count a malformed record, keeping its file, line and reason while there is room."""
+        self.counts["malformed"] += 1
+        if len(self.bad_lines) < MAX_BAD_LINES:
+            self.bad_lines.append(b.to_json())
+
+    def to_json(self) -> dict[str, Any]:
+        """`{counts, bad_lines}`: the tally as a shard of a sharded pass returns it."""
+        return {"counts": dict(self.counts), "bad_lines": self.bad_lines}
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Tally:
+        """The tally `to_json` gave (other keys of `value` are ignored)."""
+        return cls(Counter(value["counts"]), list(value["bad_lines"]))
+
+    @classmethod
+    def merged(cls, parts: list[Tally], files: list[str]) -> Tally:
+        """The tally of one pass over `files` from tallies of disjoint parts of them: counts summed,
+        and the first MAX_BAD_LINES bad lines in reading order (file order, then line)."""
+        order = {f: i for i, f in enumerate(files)}
+        out = cls()
+        for part in parts:
+            out.counts.update(part.counts)
+        bad = sorted((b for part in parts for b in part.bad_lines), key=lambda b: (order[b["file"]], b["line"]))
+        out.bad_lines = bad[:MAX_BAD_LINES]
+        return out
+
+
+def tallied[T](items: Iterable[T | BadLine], tally: Tally) -> Iterator[T]:
+    """The valid items of `items` (records, or what a reader made of them); every item is counted
+    as scanned and each `BadLine` as malformed."""
+    for item in items:
+        tally.counts["scanned"] += 1
+        if isinstance(item, BadLine):
+            tally.bad(item)
+        else:
+            yield item

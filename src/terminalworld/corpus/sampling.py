@@ -22,22 +22,19 @@ import hashlib
 import heapq
 import os
 import tempfile
-from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tqdm import tqdm
 
 from terminalworld.core.formats import iter_trajectories
 from terminalworld.core.heldout import heldout_row, observed_prefix
-from terminalworld.core.records import BadLine, Record, atomic_jsonl, dumps_row, expand_all, write_json
+from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dumps_row, expand_all, tallied, write_json
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
 from terminalworld.options import int_list, option
 from terminalworld.pipeline.artifacts import subset_file
-
-MAX_BAD_LINES = 100
 
 
 def sample_key(seed: int, instance_id: str, file: str, line: int) -> int:
@@ -63,55 +60,9 @@ def count_ids(id_hashes: list[int], sizes: list[int]) -> dict[str, int]:
     return out
 
 
-@dataclass
-class Tally:
-    """Counts of a pass over records, plus the first MAX_BAD_LINES bad lines with file and line."""
-
-    counts: Counter = field(default_factory=Counter)
-    bad_lines: list[dict[str, Any]] = field(default_factory=list)
-
-    def bad(self, b: BadLine) -> None:
-        """Count a malformed record, keeping its file, line and reason while there is room."""
-        self.counts["malformed"] += 1
-        if len(self.bad_lines) < MAX_BAD_LINES:
-            self.bad_lines.append(b.to_json())
-
-    def to_json(self) -> dict[str, Any]:
-        """`{counts, bad_lines}`: the tally as a shard of a sharded pass returns it."""
-        return {"counts": dict(self.counts), "bad_lines": self.bad_lines}
-
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> Tally:
-        """The tally `to_json` gave (other keys of `value` are ignored)."""
-        return cls(Counter(value["counts"]), list(value["bad_lines"]))
-
-    @classmethod
-    def merged(cls, parts: list[Tally], files: list[str]) -> Tally:
-        """The tally of one pass over `files` from tallies of disjoint parts of them: counts summed,
-        and the first MAX_BAD_LINES bad lines in reading order (file order, then line)."""
-        order = {f: i for i, f in enumerate(files)}
-        out = cls()
-        for part in parts:
-            out.counts.update(part.counts)
-        bad = sorted((b for part in parts for b in part.bad_lines), key=lambda b: (order[b["file"]], b["line"]))
-        out.bad_lines = bad[:MAX_BAD_LINES]
-        return out
-
-
 def _trajectories(patterns: list[str], tally: Tally, desc: str) -> Iterator[tuple[Record, Trajectory]]:
     """(record, trajectory) of every valid record; the rest are tallied as malformed."""
     return tallied(tqdm(iter_trajectories(patterns), desc=desc, unit="traj", mininterval=1.0), tally)
-
-
-def tallied(items: Iterable[tuple[Record, Trajectory] | BadLine], tally: Tally) -> Iterator[tuple[Record, Trajectory]]:
-    """The valid (record, trajectory) pairs of `items`; every item is counted as scanned and each
-    `BadLine` as malformed."""
-    for item in items:
-        tally.counts["scanned"] += 1
-        if isinstance(item, BadLine):
-            tally.bad(item)
-        else:
-            yield item
 
 
 @dataclass(frozen=True)

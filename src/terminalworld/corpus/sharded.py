@@ -36,17 +36,18 @@ from terminalworld.core.formats import trajectories_of
 from terminalworld.core.heldout import heldout_row
 from terminalworld.core.records import (
     FilePart,
+    Tally,
     as_line,
     atomic_jsonl,
     atomic_output,
     expand_all,
     iter_lines,
     iter_part,
+    tallied,
 )
 from terminalworld.corpus.sampling import (
     HeldoutConfig,
     SubsetsConfig,
-    Tally,
     check_heldout,
     check_train,
     count_ids,
@@ -55,7 +56,6 @@ from terminalworld.corpus.sampling import (
     sample_key,
     subset_path,
     subset_sizes,
-    tallied,
     too_few,
     train_sets,
     write_heldout,

@@ -1,37 +1,25 @@
-"""A solver policy for generated tasks: task-solving episodes in SWE-ZERO's shape, for the corpus.
+"""A solver policy for generated tasks: the steps of a task-solving episode in SWE-ZERO's shape.
 
 For one task (`terminalworld tasks make`), the policy finds the function, reads it, runs the
 issue's reproduction, fixes the bug with `sed -i` edits (the reverse of the injected bug, line for
 line), re-reads the edit, re-runs the reproduction, checks `git diff` and submits, under the task
-system prompt (which, unlike the exploration prompt, offers `python3`). Every command runs in the
-sandbox over a copy of the task's repository, and the task's own verifier then grades the final
-repository: the episode keeps that reward in its metadata. Seeded per task: the same tasks and seed
-re-record the same episodes.
+system prompt (which, unlike the exploration prompt, offers `python3`). Seeded per task. The
+recorder runs it into the corpus's solving episodes (`corpus.recorder.record_solving`), and the
+closed loop's scripted agent replays it (`sim.evaluate`).
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
-import gzip
-import hashlib
 import json
 import random
 import subprocess
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
-from tqdm import tqdm
-
-from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
-from terminalworld.core.records import atomic_jsonl, dumps_row
-from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
-from terminalworld.corpus.actions import FORMAT, Step, action_message, shell_quote, workspace_root
-from terminalworld.env.codetrees import normalize_times
-from terminalworld.env.sandbox import Sandbox, SandboxConfig
-from terminalworld.errors import InputError
+from terminalworld.core.trajectories import SUBMIT_SENTINEL
+from terminalworld.corpus.actions import Step, shell_quote
 from terminalworld.tasks import layout
 
 
@@ -113,59 +101,3 @@ def _fixed(task: Path, path: str) -> str:
     with layout.repo_copy(task) as repo:
         subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=repo, check=True, capture_output=True)
         return (repo / path).read_text()
-
-
-def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Trajectory:
-    """Run the solver's episode for `task` in the sandbox and grade it with the task's verifier."""
-    rng = random.Random(f"{seed}:{task.name}")
-    meta = tomllib.loads((task / "task.toml").read_text())["metadata"]
-    steps = plan(task, rng)
-    with layout.repo_copy(task, prefix="tw-solve-", dir=workspace_root()) as repo:
-        sandbox = Sandbox(str(repo), sandbox_config)
-        turns = []
-        for step in steps:
-            result = sandbox.run(step.command)
-            normalize_times(repo)
-            turns.append(Turn(action_message(step), OBSERVATION_PREFIX + result.output))
-        reward = layout.verify(task, repo)
-    return Trajectory(
-        instance_id=f"solve-{task.name}",
-        repo=meta["repo"],
-        system=TASK_SYSTEM_PROMPT,
-        task=(task / "instruction.md").read_text(),
-        turns=tuple(turns),
-        format=FORMAT,
-        metadata={"exit_status": "submitted", "source_version": meta["source_version"], "task_kind": "solve"}
-        | {"reward": reward, "task_id": task.name, "bug_kind": meta["bug_kind"]},
-    )
-
-
-SOLVING = "solving.jsonl.gz"
-
-
-def record_solving_shard(
-    tasks_dir: str, out: Path, seed: int, sandbox_config: SandboxConfig, workers: int
-) -> dict[str, Any]:
-    """One solving episode per task folder of `tasks_dir` into `{out}/solving.jsonl.gz` (kept if
-    present, so a recording resumes); its manifest entry, with the repos and how many were solved."""
-    tasks = sorted(p for p in Path(tasks_dir).iterdir() if (p / "task.toml").is_file())
-    if not tasks:
-        raise InputError(f"--tasks {tasks_dir}: no task folder inside")
-    path = out / SOLVING
-    if not path.exists():
-        with atomic_jsonl(str(path)) as f, ThreadPoolExecutor(workers) as pool:
-            for traj in tqdm(
-                pool.map(lambda t: record_solving(t, seed, sandbox_config), tasks), total=len(tasks), desc="solve"
-            ):
-                f.write(dumps_row(traj.to_swe_zero_row()))
-    with gzip.open(path, "rt") as f:
-        rows = [json.loads(line) for line in f]
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    solved = sum(r["reward"] >= 1.0 for r in rows)
-    return {
-        "path": path.name,
-        "trajectories": len(rows),
-        "solved": solved,
-        "sha256": sha,
-        "repos": [r["repo"] for r in rows],
-    }

@@ -4,8 +4,6 @@ training subsets, and the held-out set from repos unseen in training."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
-from typing import Any
 
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import Corpus, HeldoutSet, Subsets, TaskSet, joined, step
@@ -48,14 +46,14 @@ def adopted_corpus(*, source: str, version: str) -> Corpus:
     return Corpus(ArtifactStep.adopt(artifacts.CORPUS, version, source))
 
 
-def subsets_fn(*, corpus: str | list, out: str, sizes: list[int], seed: int, workers: dict[str, Any]) -> None:
+def subsets_fn(*, corpus: str | list, out: str, sizes: list[int], seed: int, workers: Workers) -> None:
     """Nested subsets of the corpus files into `out`, as a Zephyr job on `workers`."""
     from terminalworld.corpus.sampling import SubsetsConfig
     from terminalworld.corpus.sharded import make_subsets_sharded
 
     make_subsets_sharded(
         SubsetsConfig(corpus=[joined(corpus)], out=out, sizes=",".join(str(s) for s in sizes), seed=seed),
-        Workers(**workers),
+        workers,
         scratch=os.path.join(out, SCRATCH),
     )
 
@@ -71,7 +69,7 @@ def subsets(*, corpus: Corpus, sizes: list[int], seed: int, workers: Workers, re
             corpus=corpus.files,
             sizes=list(sizes),
             seed=seed,
-            workers=asdict(workers),
+            workers=workers,
         )
     )
 
@@ -85,7 +83,7 @@ def heldout_fn(
     n: int,
     context_turns: int,
     seed: int,
-    workers: dict[str, Any],
+    workers: Workers,
 ) -> None:
     """The held-out rows into `{out}/{file}`, as a Zephyr job on `workers`."""
     from terminalworld.corpus.sampling import HeldoutConfig
@@ -100,7 +98,7 @@ def heldout_fn(
             context_turns=context_turns,
             seed=seed,
         ),
-        Workers(**workers),
+        workers,
         scratch=os.path.join(out, SCRATCH),
     )
 
@@ -131,7 +129,7 @@ def heldout(
             n=n,
             context_turns=context_turns,
             seed=seed,
-            workers=asdict(workers),
+            workers=workers,
         ),
         file=file,
     )

@@ -126,3 +126,11 @@ def materialize(tree: CodeTree, dest: str | Path) -> Path:
     git(dest, "commit", "-q", "-m", f"Import {tree.repo.split('/', 1)[1]} {tree.version}")
     normalize_times(dest)
     return dest
+
+
+def module_name(rel: str) -> str | None:
+    """The importable name of repository file `rel` (`a/b/__init__.py` → `a.b`), or None."""
+    parts = rel[: -len(".py")].split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None

@@ -25,10 +25,8 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,14 +34,14 @@ import numpy as np
 
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
-from terminalworld.core.records import atomic_jsonl, dumps_row
 from terminalworld.core.render import Rendered, Renderer, build_renderer
+from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import ppl_stats
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
 from terminalworld.options import option
-from terminalworld.sim.grounding import Grounder, GroundingOptions, blocks_of
 
 Mode = Literal["agent", "sim"]
 
@@ -195,37 +193,6 @@ class ScoreConfig(GroundingOptions):
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
 
-def done_rows(path: str, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Rows finished by an earlier run: the partial file, and a final file's non-summary rows.
-    Raises `InputError` when the file is not such a file (a line that is not a row, or rows of
-    instances not among `ids`): it belongs to something else, so it is neither resumed nor
-    overwritten."""
-    done: dict[str, dict[str, Any]] = {}
-    for p in (path, path + ".partial"):
-        if not os.path.exists(p):
-            continue
-        with open(p, "rb") as f:
-            lines = f.read().splitlines(keepends=True)
-        for n, raw in enumerate(lines, start=1):
-            try:
-                row = json.loads(raw)
-            except ValueError:  # not JSON, or not UTF-8
-                if p != path and n == len(lines) and not raw.endswith(b"\n"):
-                    continue  # the line an interrupted append cut: scored again
-                row = None
-            if not isinstance(row, dict) or not (row.get("_summary") or "instance_id" in row):
-                raise InputError(f"{p}:{n}: not a row of this command's output, so it is not overwritten")
-            if not row.get("_summary"):
-                done[row["instance_id"]] = row
-    stray = sorted(set(done) - set(ids))
-    if stray:
-        raise InputError(
-            f"{path}: holds rows of {len(stray)} instances that are not among the inputs (first: {stray[0]}); "
-            "it is another run's output, so it is neither resumed nor overwritten"
-        )
-    return done
-
-
 def score_rows(
     cfg: ScoreConfig,
     scorer,
@@ -329,14 +296,8 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         "n_trajectories": len(rows),
         "n_scored": len(scored),
         "n_skipped": len(rows) - len(scored),
-        "total_target_tokens": tokens,
-        "total_sum_nll": stats["sum_nll"],
+        **stats,  # a checkpoint's statistics under `ppl_stats`' names, as the report shows them
         "mean_nll_per_token": stats["sum_nll"] / tokens if tokens else None,
-        "ppl": stats["token_weighted_ppl"],
-        "median_ppl": stats["median_ppl"],
-        "mean_ppl": stats["mean_ppl"],
-        "n_ppl_gt_10": stats["n_ppl_gt_10"],
-        "worst": stats["worst"],
         "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
         "by_bucket": {
             b: _ppl(bucket_rows) for b, bucket_rows in _by(scored, lambda r: token_bucket(r["n_target_tokens"]))
@@ -396,9 +357,8 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     returns the summary row."""
 
     rows = read_heldout(cfg.heldout)
-    if len({r["instance_id"] for r in rows}) != len(rows):
-        raise InputError(f"{cfg.heldout}: instance ids are not unique, so rows cannot be resumed by id")
-    done_rows(cfg.out, [r["instance_id"] for r in rows])  # another run's --out is refused before the model loads
+    # Repeated ids, or another run's --out, are refused before the model loads.
+    resumable(cfg.out, [r["instance_id"] for r in rows], source=cfg.heldout)
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
@@ -414,45 +374,5 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
         [r["instance_id"] for r in rows],
         lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
         lambda results: summarize(results, cfg, name),
+        source=cfg.heldout,
     )
-
-
-def model_label(model_name: str | None, model_path: str) -> str:
-    """The name a summary gives a model: the one asked for, else its folder's (or file's) name."""
-    return model_name or os.path.basename(model_path.rstrip("/"))
-
-
-def _cut_tail(path: str) -> bytes:
-    """The bytes after the last newline of a file (what a killed append left of its line)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    return data[data.rfind(b"\n") + 1 :]
-
-
-def resumable_rows(
-    out: str,
-    ids: list[str],
-    produce: Callable[[dict[str, dict[str, Any]]], Iterator[dict[str, Any]]],
-    summary: Callable[[list[dict[str, Any]]], dict[str, Any]],
-) -> dict[str, Any]:
-    """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
-    appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
-    and the `summary` of them last. Returns the summary."""
-    done = done_rows(out, ids)
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out + ".partial", "ab") as partial:  # a line a killed append cut is dropped first
-        partial.truncate(partial.tell() - len(_cut_tail(out + ".partial")))
-    with open(out + ".partial", "a", encoding="utf-8") as partial:
-        for row in produce(done):
-            partial.write(dumps_row(row))
-            partial.flush()
-            os.fsync(partial.fileno())
-            done[row["instance_id"]] = row
-    results = [done[i] for i in ids]
-    result = summary(results)
-    with atomic_jsonl(out) as f:
-        for row in results:
-            f.write(dumps_row(row))
-        f.write(dumps_row(result))
-    os.unlink(out + ".partial")
-    return result

@@ -42,6 +42,14 @@ def _handles(targets: Sequence[Any]) -> list:
     return [getattr(t, "step", t) for t in targets]
 
 
+def _plain(value: Any) -> Any:
+    """A config value as JSON shows it: a typed config (a dataclass) by its fields, as Marin's
+    fingerprint reads it, unless it says how to show itself (`__str__`); anything else by its text."""
+    if dataclasses.is_dataclass(value) and type(value).__str__ is object.__str__:
+        return dataclasses.asdict(value)
+    return str(value)
+
+
 def plan(targets: Sequence[Any]) -> str:
     """Each step of the graph (dependencies first): name@version, output, resources, needs, config."""
     from marin.execution.lazy import materialized_config
@@ -60,9 +68,9 @@ def plan(targets: Sequence[Any]) -> str:
         ]
         if h.adopt_source is None:
             config = materialized_config(h, prefix)
-            if isinstance(config.get("workers"), dict):
-                lines.append(f"    zephyr:    {Workers(**config['workers']).describe(config.get('shard_rows'))}")
-            lines.append(f"    config:    {json.dumps(config, default=str)}")
+            if isinstance(config.get("workers"), Workers):
+                lines.append(f"    zephyr:    {config['workers'].describe(config.get('shard_rows'))}")
+            lines.append(f"    config:    {json.dumps(config, default=_plain)}")
     return "\n".join(lines)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import bootstrap_ci
 from terminalworld.report.figures import save_plot
-from terminalworld.train.echo_run import ARMS, EchoRecipe
+from terminalworld.train.echo.miniature import ARMS, EchoRecipe
 
 REPORT_FILE = "echo_report.json"
 PLOTS = {

@@ -15,8 +15,8 @@ from typing import Any
 
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.eval.scoring import TOKEN_BUCKETS, token_bucket
+from terminalworld.grounding.routing import family, route
 from terminalworld.report.figures import save_plot
-from terminalworld.sim.routing import family, route
 
 MODES = ("none", "retrieved", "replayed", "hybrid")
 

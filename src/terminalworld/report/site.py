@@ -291,7 +291,8 @@ def reference_pages(out: str) -> list[Page]:
         page.add(f"# terminalworld.{sub}", "", f"::: terminalworld.{sub}", "    options:", "      members: false")
         page.add("      show_root_heading: false", "")  # the package's docstring under the page title
         folder = Path(terminalworld.__file__).parent / sub
-        page.add(*(f"::: terminalworld.{sub}.{m.name}\n" for m in sorted(pkgutil.iter_modules([str(folder)]))))
+        modules = pkgutil.walk_packages([str(folder)], prefix=f"terminalworld.{sub}.")  # agent.harbor.agent too
+        page.add(*(f"::: {m.name}\n" for m in sorted(modules, key=lambda m: m.name) if not m.ispkg))
         pages.append(page)
     return pages
 

@@ -18,33 +18,17 @@ def report_fn(
     grades: dict[str, str | list],
     sims: dict[str, dict[str, str | list]] | None = None,
 ) -> None:
-    """The probe comparison (report.md, metrics.json, plots) and `report.json`, one entry per model,
-    with its agent grade (pass@1 and stderr) and its simulator grade (tier-1 exact match, similarity
-    and degeneration rate) where given."""
-    from terminalworld.core.records import read_json, write_json
-    from terminalworld.report.probe import write_comparison
-    from terminalworld.report.simgrade import read_summary
+    """The probe comparison and `report.json` (`report.grades.write_report`)."""
+    from terminalworld.report.grades import write_report
 
-    summaries = {name: read_json(joined(path)) for name, path in grades.items()}
-    sim = {name: {int(t): read_summary(joined(p)) for t, p in tiers.items()} for name, tiers in (sims or {}).items()}
-    table = write_comparison([joined(p) for p in scores.values()], base, reference, out, summaries, sim)
-    keys = ("median_ppl", "token_weighted_ppl", "mean_ppl", "n_ppl_gt_10", "beats_base", "median_ppl_ci95", "tokens")
-    arms = [{"arm": c["name"], **{k: c.get(k) for k in keys}} for c in table["checkpoints"]]
-    for arm in arms:
-        if (g := summaries.get(arm["arm"])) is not None:
-            arm |= {"pass_at_1": g["pass_at_1"], "pass_at_1_stderr": g["pass_at_1_stderr"]}
-            arm |= {"solved_trials": g["solved_trials"], "scored_trials": g["scored_trials"]}
-            arm |= {"valid_action_rate": g.get("valid_action_rate")}
-        if (t1 := sim.get(arm["arm"], {}).get(1)) is not None:
-            arm |= {"exact_match": t1["exact_match"], "similarity": t1["similarity"]}
-            arm |= {"degenerate_rate": t1["degenerate_rate"]}
-    doc = {"arms": arms, "n_trajectories": table["n_common"], "base": base}
-    if "agent" in table:
-        doc["agent"] = {"tasks": next(iter(summaries.values()))["tasks"], "note": table["agent"]["note"]}
-        doc["agent"]["opposite_directions"] = table["agent"]["opposite_directions"]
-    if "sim" in table:
-        doc["sim"] = {"note": table["sim"]["note"], "tiers": {n: sorted(t) for n, t in sim.items()}}
-    write_json(os.path.join(out, "report.json"), doc)
+    table = write_report(
+        scores={name: joined(path) for name, path in scores.items()},
+        out=out,
+        base=base,
+        reference=reference,
+        grades={name: joined(path) for name, path in grades.items()},
+        sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in (sims or {}).items()},
+    )
     print(table["markdown"])
 
 
@@ -93,55 +77,11 @@ def echo_report(*, arms: list[EchoArm], version: str) -> Report:
 def site_fn(
     *, reports: list[str], out: str, repo_url: str | None, release: bool, publish: dict[str, str] | None
 ) -> None:
-    """Generate the result pages of `reports` into a copy of the project's docs, build it with
-    `mkdocs build --strict` (a broken link or a missing image fails the step) into `{out}/site`, and
-    with `publish` ({user, slug, title, version}) upload it with Marin's `publish_site`, writing the
-    published URL and location to `{out}/published.json`. Raises `InputError` outside a source
-    checkout (no mkdocs.yml beside the package) or when the strict build fails."""
-    import shutil
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
+    """The docs site of `reports` built into `{out}/site`, and published with `publish`
+    (`report.publish.build_site`)."""
+    from terminalworld.report.publish import build_site
 
-    from fsspec.core import url_to_fs
-
-    import terminalworld
-    from terminalworld.core.records import write_json
-    from terminalworld.errors import InputError
-    from terminalworld.report.site import GENERATED, DocsBuildConfig, build_docs
-
-    root = Path(terminalworld.__file__).resolve().parents[2]
-    if not (root / "mkdocs.yml").is_file():
-        raise InputError(f"the docs site builds from a source checkout: no mkdocs.yml in {root}")
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copy(root / "mkdocs.yml", tmp)
-        shutil.copytree(root / "docs", f"{tmp}/docs", ignore=shutil.ignore_patterns(*GENERATED, "snapshots"))
-        build_docs(
-            DocsBuildConfig(results=reports, out=f"{tmp}/docs", repo_url=repo_url, release=release, checkout=str(root))
-        )
-        command = [
-            sys.executable,
-            "-m",
-            "mkdocs",
-            "build",
-            "--strict",
-            "-q",
-            "-f",
-            f"{tmp}/mkdocs.yml",
-            "-d",
-            f"{tmp}/site",
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
-        if done.returncode != 0:
-            raise InputError(f"mkdocs build --strict failed: {done.stderr.strip().splitlines()[-1:]}")
-        fs, path = url_to_fs(os.path.join(out, "site"))
-        fs.put(f"{tmp}/site", path, recursive=True)
-        if publish:
-            from marin.publish.sites import publish_site
-
-            site = publish_site(Path(tmp, "site"), **publish)
-            write_json(os.path.join(out, "published.json"), {"url": site.url, "uri": site.uri, "version": site.version})
+    build_site(reports=reports, out=out, repo_url=repo_url, release=release, publish=publish)
 
 
 def docs_site(

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from terminalworld.core.decoding import hf_sample
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory
 
@@ -87,15 +88,22 @@ class HFGenerator:
                 return cache, keep
         return DynamicCache(config=self.model.config), 0
 
-    def _generate_reusing(self, prompt: list[int], **kwargs) -> list[int]:
+    def _generate_reusing(self, prompt: list[int], *, max_new_tokens: int, temperature: float, seed: int) -> list[int]:
         import torch
 
         cache, kept = self._session_cache(prompt)
         ids = torch.tensor([prompt], device=self.device)
-        with torch.no_grad():
-            new = self.model.generate(ids, attention_mask=torch.ones_like(ids), past_key_values=cache, **kwargs)[
-                0, len(prompt) :
-            ].tolist()
+        new = hf_sample(
+            self.model,
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            seed=seed,
+            pad=self.pad,
+            stop=self.stop,
+            past_key_values=cache,
+        )[0].tolist()
         self.prefilled.append(len(prompt) - kept)
         self._cached = ((prompt + new)[: cache.get_seq_length()], cache)
         return _until_stop(new, self.stop)
@@ -109,31 +117,29 @@ class HFGenerator:
         out: list[list[int]] = []
         if self.reuse_cache:
             for k, prompt in enumerate(prompts):
-                torch.manual_seed(seed + k)
-                out.append(self._generate_reusing(prompt, **self._decoding(max_new_tokens, temperature)))
+                out.append(
+                    self._generate_reusing(
+                        prompt, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed + k
+                    )
+                )
             return out
         for k in range(0, len(prompts), self.batch_size):
             batch = prompts[k : k + self.batch_size]
             width = max(len(p) for p in batch)
             ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in batch], device=self.device)
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch], device=self.device)
-            torch.manual_seed(seed + k)
-            with torch.no_grad():
-                new = self.model.generate(ids, attention_mask=mask, **self._decoding(max_new_tokens, temperature))
-            out += [_until_stop(row.tolist(), self.stop) for row in new[:, width:]]
+            new = hf_sample(
+                self.model,
+                ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                temperature=temperature,
+                seed=seed + k,
+                pad=self.pad,
+                stop=self.stop,
+            )
+            out += [_until_stop(row.tolist(), self.stop) for row in new]
         return out
-
-    def _decoding(self, max_new_tokens: int, temperature: float) -> dict:
-        """`generate`'s decoding arguments: pure temperature sampling, or greedy at 0."""
-        return {
-            "max_new_tokens": max_new_tokens,
-            "do_sample": temperature > 0,
-            "temperature": temperature if temperature > 0 else None,
-            "top_k": 0 if temperature > 0 else None,
-            "top_p": 1.0 if temperature > 0 else None,
-            "eos_token_id": self.stop,
-            "pad_token_id": self.pad,
-        }
 
 
 class VLLMGenerator:

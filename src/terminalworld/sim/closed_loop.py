@@ -11,14 +11,13 @@ submitted (after what the simulator showed it), and the verifier says whether th
 
 The sim-to-real gap compares that reward with the reward of the same agent, with the same seeds,
 acting against the real sandbox alone (`real_episode`). The same loop runs inside Harbor with
-`agent-eval --environment simulated` (`agent.harbor_env.SimulatedEnvironment`), read by `harbor_loop`. The agent is anything with `reply(messages)`:
+`agent-eval --environment simulated` (`sim.harbor_loop`). The agent is anything with `reply(messages)`:
 a model served in process (`ModelAgent`) or a script (`ScriptedAgent`, e.g. the solver's plan).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import statistics
 import time
 from collections.abc import Sequence
@@ -26,15 +25,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from terminalworld.agent.driver import Shell, run_episode
 from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
+from terminalworld.grounding.modes import Grounder, TurnGrounding
+from terminalworld.grounding.routing import route
+from terminalworld.grounding.state import Shadow
 from terminalworld.sim.backend import Simulated, Simulator
 from terminalworld.sim.fidelity import similarity
-from terminalworld.sim.grounding import Grounder, TurnGrounding
-from terminalworld.sim.routing import route
-from terminalworld.sim.state import Shadow
 from terminalworld.tasks.layout import repo_copy, verify
 
 SANDBOX = SandboxConfig()
@@ -135,6 +135,75 @@ class LoopEpisode:
         }
 
 
+def _policy(agent: Agent):
+    """The agent as the driver's policy: an empty reply means it has nothing more to say."""
+    return lambda episode: agent.reply(episode.messages) or None
+
+
+@dataclass
+class ShadowedSimulator:
+    """The closed loop's environment: the simulator answers each command from the session so far
+    (in the agent framing), and the real shadow sandbox runs it too.
+
+    With a grounder, each command's grounding block is read before it runs (from `view`: the shadow,
+    or in retrieved mode a pristine copy of the start), in the session's delta form, and earlier
+    turns keep their blocks; in hybrid mode a command the router sends to the shadow gets the
+    shadow's output, not a generated one."""
+
+    simulator: Simulator
+    shadow: Sandbox
+    episode: Episode
+    grounder: Grounder | None = None
+    view: Shadow | None = None
+    turns: list[LoopTurn] = field(default_factory=list)
+    _blocks: dict[int, str] = field(default_factory=dict)
+    _seen: dict[str, str] = field(default_factory=dict)
+
+    def answer(self, command: str) -> str:
+        """The simulated output of `command`, after running it in the shadow."""
+        # The session so far: every (reply, the harness's answer) pair, format warnings included,
+        # then the reply that asked for `command`, whose observation is to be simulated.
+        said = self.episode.messages[2:]
+        turns = [Turn(a["content"], u["content"]) for a, u in zip(said[:-1:2], said[1::2], strict=True)]
+        g = self._grounding(command, len(turns))
+        start = time.monotonic()
+        real = self.shadow.run(command).output
+        real_s = time.monotonic() - start
+        traj = Trajectory(
+            "loop",
+            None,
+            TASK_SYSTEM_PROMPT,
+            self.episode.task,
+            (*turns, Turn(said[-1]["content"], OBSERVATION_PREFIX)),
+            "loop",
+        )
+        start = time.monotonic()
+        if g is None:
+            [sim] = self.simulator.simulate([(traj, len(turns))])
+        elif g.route == "exact":
+            sim = Simulated(text=real, tokens=0, capped=False, prompt_tokens=0)
+        else:
+            [sim] = self.simulator.simulate([(traj, len(turns))], [self._blocks])
+        sim_s = time.monotonic() - start
+        turn = LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s)
+        if g is not None:
+            turn.route, turn.grounding_tokens = g.route, g.block_tokens
+            turn.observation_tokens = self.grounder.count(sim.text)
+        self.turns.append(turn)
+        return sim.text
+
+    def _grounding(self, command: str, index: int) -> TurnGrounding | None:
+        """The turn's route and, for a generated turn, its grounding block (kept for later turns)."""
+        if self.grounder is None:
+            return None
+        g = TurnGrounding(route=route(command) if self.grounder.mode == "hybrid" else "generated")
+        if g.route == "generated":
+            g.block, g.block_tokens, g.cut = self.grounder.block(command, self.view, self._seen)
+            if g.block is not None:
+                self._blocks[index] = g.block
+        return g
+
+
 def closed_loop_episode(
     *,
     agent: Agent,
@@ -149,73 +218,45 @@ def closed_loop_episode(
     in retrieved mode from a pristine copy of the start), in the session's delta form; in hybrid
     mode a command the router sends to the shadow gets the shadow's output, not a generated one."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
-    out = LoopEpisode(task=task_dir.name, outcome="running")
     with repo_copy(task_dir, prefix="tw-shadow-") as repo, contextlib.ExitStack() as stack:
-        shadow = Sandbox(str(repo), sandbox)
-        grounded_view = Shadow(repo, sandbox, pin_times=False) if grounder else None
+        view = Shadow(repo, sandbox, pin_times=False) if grounder else None
         if grounder and grounder.mode == "retrieved":
-            grounded_view = Shadow(stack.enter_context(repo_copy(task_dir, prefix="tw-start-")), sandbox)
-        blocks: dict[int, str] = {}
-        seen: dict[str, str] = {}
-        turns: list[Turn] = []
-        while episode.outcome == "running":
-            start = time.monotonic()
-            reply = agent.reply(episode.messages)
-            out.agent_seconds += time.monotonic() - start
-            if not reply:
-                break
-            command = episode.act(reply)
-            if command is None:  # the format warning is the next message, in the simulator's history too
-                turns.append(Turn(reply, episode.messages[-1]["content"]))
-                continue
-            g = TurnGrounding(route=route(command)) if grounder else None
-            if (g and g.route == "generated") or (grounder and grounder.mode != "hybrid"):
-                g = TurnGrounding(route="generated")
-                g.block, g.block_tokens, g.cut = grounder.block(command, grounded_view, seen)
-                if g.block is not None:
-                    blocks[len(turns)] = g.block
-            start = time.monotonic()
-            real = shadow.run(command).output
-            real_s = time.monotonic() - start
-            traj = Trajectory(
-                "loop", None, TASK_SYSTEM_PROMPT, episode.task, (*turns, Turn(reply, OBSERVATION_PREFIX)), "loop"
-            )
-            start = time.monotonic()
-            if g is None:
-                [sim] = simulator.simulate([(traj, len(turns))])
-            elif g.route == "exact":
-                sim = Simulated(text=real, tokens=0, capped=False, prompt_tokens=0)
-            else:
-                [sim] = simulator.simulate([(traj, len(turns))], [blocks])
-            sim_s = time.monotonic() - start
-            turn = LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s)
-            if grounder:
-                turn.route, turn.grounding_tokens = g.route, g.block_tokens
-                turn.observation_tokens = grounder.count(sim.text)
-            out.turns.append(turn)
-            episode.observe(sim.text)
-            turns.append(Turn(reply, OBSERVATION_PREFIX + sim.text))
-        out.outcome = episode.outcome
-        out.reward = verify(task_dir, repo, config=sandbox)
-    return out
+            view = Shadow(stack.enter_context(repo_copy(task_dir, prefix="tw-start-")), sandbox)
+        environment = ShadowedSimulator(simulator, Sandbox(str(repo), sandbox), episode, grounder, view)
+        timings = run_episode(episode, policy=_policy(agent), environment=environment)
+        reward = verify(task_dir, repo, config=sandbox)
+    return LoopEpisode(
+        task=task_dir.name,
+        outcome=episode.outcome,
+        turns=environment.turns,
+        reward=reward,
+        agent_seconds=timings.generation_s,
+    )
 
 
 def real_episode(*, agent: Agent, task_dir: Path, harness: HarnessConfig, sandbox: SandboxConfig = SANDBOX):
     """The same agent against the real sandbox alone: (reward, outcome, seconds per command)."""
     episode = Episode(system=TASK_SYSTEM_PROMPT, task=(task_dir / "instruction.md").read_text(), config=harness)
-    seconds = []
     with repo_copy(task_dir, prefix="tw-real-") as repo:
-        box = Sandbox(str(repo), sandbox)
-        while episode.outcome == "running":
-            reply = agent.reply(episode.messages)
-            if not reply:
-                break
-            command = episode.act(reply)
-            if command is not None:
-                start = time.monotonic()
-                episode.observe(box.run(command).output)
-                seconds.append(time.monotonic() - start)
-        return verify(task_dir, repo, config=sandbox), episode.outcome, seconds
+        shell = TimedShell(Shell(Sandbox(str(repo), sandbox)))
+        run_episode(episode, policy=_policy(agent), environment=shell)
+        return verify(task_dir, repo, config=sandbox), episode.outcome, shell.seconds
+
+
+@dataclass
+class TimedShell:
+    """A shell that keeps each command's seconds (the sandbox side of the cost per turn)."""
+
+    shell: Shell
+    seconds: list[float] = field(default_factory=list)
+
+    def run(self, command: str) -> str:
+        """The command's output."""
+        start = time.monotonic()
+        try:
+            return self.shell.run(command)
+        finally:
+            self.seconds.append(time.monotonic() - start)
 
 
 def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_seconds: list[float]) -> dict[str, Any]:
@@ -258,38 +299,3 @@ def route_shares(turns: list[LoopTurn]) -> dict[str, Any]:
         "exact_token_share": sum(t.observation_tokens for t in exact) / total,
         "generated_token_share": 1 - sum(t.observation_tokens for t in exact) / total,
     }
-
-
-def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
-    """The closed-loop episodes of a Harbor job run in the simulated environment: each trial's
-    `agent/shadow.jsonl`, its outcome, and the reward Harbor's verifier gave its shadow repository."""
-    from terminalworld.agent.results import trial_row
-    from terminalworld.pipeline.artifacts import SHADOW_LOG
-
-    episodes = []
-    for log in sorted(job_dir.glob(f"*/agent/{SHADOW_LOG}")):
-        trial = log.parent.parent
-        row = trial_row(json.loads((trial / "result.json").read_text()))
-        meta = json.loads((trial / "agent" / "trajectory.json").read_text())["metadata"]
-        turns = []
-        for line in log.read_text().splitlines():
-            t = json.loads(line)
-            turns.append(
-                LoopTurn(
-                    t["command"],
-                    t["simulated"],
-                    t["real"],
-                    similarity(t["simulated"], t["real"]),
-                    t["sim_seconds"],
-                    t["sim_tokens"],
-                    t["real_seconds"],
-                    route=t.get("route", "generated"),
-                    # Harbor's environment has no tokenizer: its share counts a token per 4 characters.
-                    observation_tokens=len(t["simulated"]) // 4 + 1 if "route" in t else 0,
-                    grounding_tokens=t.get("grounding_tokens", 0),
-                )
-            )
-        episodes.append(
-            LoopEpisode(task=row["task"], outcome=meta["outcome"], turns=turns, reward=row["reward"] or 0.0)
-        )
-    return episodes

@@ -24,11 +24,12 @@ from terminalworld.agent.harness import HarnessConfig
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.render import build_renderer
+from terminalworld.core.resumable import model_label, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
 from terminalworld.corpus.actions import action_message
 from terminalworld.corpus.solver import plan
 from terminalworld.errors import InputError
-from terminalworld.eval.scoring import model_label, resumable_rows
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
 from terminalworld.sim.closed_loop import (
@@ -42,8 +43,7 @@ from terminalworld.sim.closed_loop import (
     real_episode,
 )
 from terminalworld.sim.fidelity import DEGENERATE_MIN_CHARS, fidelity
-from terminalworld.sim.grounding import Grounder, GroundingOptions, blocks_of
-from terminalworld.tasks.make import task_order
+from terminalworld.tasks.layout import task_order
 
 BUCKETS = ((200, "<=200"), (2000, "201-2000"), (None, ">2000"))  # real output length in characters
 
@@ -287,7 +287,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             **stats,
         }
 
-    return resumable_rows(cfg.out, [t.name for t in tasks], produce, summary)
+    return resumable_rows(cfg.out, [t.name for t in tasks], produce, summary, source=cfg.tasks)
 
 
 def _episode(row: dict[str, Any]) -> LoopEpisode:
@@ -300,8 +300,6 @@ def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
     """`sim_eval` with a given simulator."""
     path = cfg.heldout or cfg.probes
     rows = read_heldout(path)
-    if len({r["instance_id"] for r in rows}) != len(rows):
-        raise InputError(f"{path}: instance ids are not unique, so rows cannot be resumed by id")
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, sim.renderer.tokenizer) if cfg.grounding != "none" else None
     return resumable_rows(
@@ -309,4 +307,5 @@ def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
         [r["instance_id"] for r in rows],
         lambda done: evaluate_rows(cfg, sim, rows, done, grounder),
         lambda results: summarize(results, cfg, name),
+        source=path,
     )

@@ -50,12 +50,11 @@ from terminalworld.core.prompts import SYSTEM_PROMPT, TASK_SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.corpus.actions import FORMAT, Step, action_message, shell_quote, workspace_root
-from terminalworld.corpus.recorder import Policy, TreeIndex, run_on_fresh_copy
-from terminalworld.env.codetrees import CodeTree, discover_code_trees
+from terminalworld.corpus.exploration import Policy, TreeIndex, run_on_fresh_copy
+from terminalworld.env.codetrees import CodeTree, discover_code_trees, module_name
 from terminalworld.env.sandbox import CommandResult, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
-from terminalworld.tasks.make import module_name
 
 FAMILIES = (
     "ls",

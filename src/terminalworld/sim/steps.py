@@ -55,14 +55,14 @@ def probe_set(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int 
 def snapshot_store_fn(*, out: str, instances: str | list, clone_url: str) -> None:
     """The grounding snapshot store of the instances in `instances` (JSON Lines of
     `{instance_id, repo, base_commit}`), built into `out` (resumable)."""
-    from terminalworld.sim.snapshots import build_store, read_instances
+    from terminalworld.grounding.snapshots import build_store, read_instances
 
     build_store(instances=read_instances(joined(instances)), store=out, clone_url=clone_url)
 
 
 def snapshot_store(*, instances: str, version: str, clone_url: str = "https://github.com/{repo}.git"):
     """The step that snapshots every SWE-ZERO instance's repository at its base commit, the source
-    `--grounding-store` reads (`sim.snapshots`)."""
+    `--grounding-store` reads (`grounding.snapshots`)."""
     return step(artifacts.SNAPSHOTS, snapshot_store_fn, version=version, instances=instances, clone_url=clone_url)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from terminalworld.core import scratch
 from terminalworld.env import walk
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-from terminalworld.errors import VerifierError
+from terminalworld.errors import InputError, VerifierError
 
 REPO_DIR = "environment/repo"
 REWARD_BYTES = 64
@@ -175,3 +175,12 @@ def read_reward(root: str, verifier_dir: str) -> float | None:
     if not 0.0 <= value <= 1.0:
         raise VerifierError(f"{path}: reward {value:g} is outside [0, 1]")
     return value
+
+
+def task_order(tasks: str) -> list[Path]:
+    """The suite's task folders in its manifest's order."""
+    manifest = json.loads(Path(tasks, "manifest.json").read_text())
+    folders = [Path(tasks, t["task_id"]) for t in manifest["tasks"]]
+    if not folders:
+        raise InputError(f"{tasks}: the task suite has no tasks")
+    return folders

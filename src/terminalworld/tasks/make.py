@@ -33,9 +33,8 @@ from typing import Any
 from tqdm import tqdm
 
 from terminalworld.core.formats import iter_trajectories
-from terminalworld.core.records import BadLine, write_json
-from terminalworld.corpus.sampling import Tally
-from terminalworld.env.codetrees import CodeTree, discover_code_trees, git, materialize, normalize_times
+from terminalworld.core.records import Tally, tallied, write_json
+from terminalworld.env.codetrees import CodeTree, discover_code_trees, git, materialize, module_name, normalize_times
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
@@ -63,14 +62,6 @@ class MakeTasksConfig:
     max_modules: int = option(6, minimum=1, help="modules of a repository tried before giving up on it")
     max_bugs: int = option(12, minimum=1, help="bugs tried per function")
     workers: int = option(0, minimum=0, help="repositories in parallel (0: one per core)")
-
-
-def module_name(rel: str) -> str | None:
-    """The importable name of repository file `rel` (`a/b/__init__.py` → `a.b`), or None."""
-    parts = rel[: -len(".py")].split("/")
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts) if parts and all(p.isidentifier() for p in parts) else None
 
 
 def _cases(module: str, function: str, calls: list[list[str]]) -> list[dict[str, Any]]:
@@ -262,12 +253,8 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     """Generate and validate `cfg.n` tasks into `cfg.out`; returns (and writes) the manifest."""
     check_available()
     excluded, tally = set(cfg.exclude_repos), Tally()
-    for item in iter_trajectories(cfg.exclude_repos_from) if cfg.exclude_repos_from else ():
-        tally.counts["scanned"] += 1
-        if isinstance(item, BadLine):
-            tally.bad(item)
-        else:
-            excluded.add(item[1].repo)
+    for _, traj in tallied(iter_trajectories(cfg.exclude_repos_from) if cfg.exclude_repos_from else (), tally):
+        excluded.add(traj.repo)
     if cfg.exclude_repos_from and tally.counts["scanned"] == tally.counts["malformed"]:
         raise InputError(
             f"--exclude-repos-from {','.join(cfg.exclude_repos_from)}: no valid trajectory in "
@@ -323,12 +310,3 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     }
     write_json(str(out / "manifest.json"), manifest)
     return manifest
-
-
-def task_order(tasks: str) -> list[Path]:
-    """The suite's task folders in its manifest's order."""
-    manifest = json.loads(Path(tasks, "manifest.json").read_text())
-    folders = [Path(tasks, t["task_id"]) for t in manifest["tasks"]]
-    if not folders:
-        raise InputError(f"{tasks}: the task suite has no tasks")
-    return folders

@@ -1,4 +1,4 @@
-"""Our rendered rows as Levanter training data, without its three traps (DESIGN.md).
+"""Our rendered rows as Levanter training data, without its three traps:
 
 1. `PrebuiltLmDatasetFormat` does not pack: every cached row must be exactly `train_seq_len`
    tokens. `pack_rows` packs greedily, in input order, never splitting a document, and pads

@@ -11,7 +11,7 @@ adds to a fixed one-message conversation. Deltas do not depend on how a template
 Per sequence: `action_mask` (the sampled tokens, GRPO's), `env_mask` (O′: observation content
 tokens outside harness text, by `trajectories.harness_spans`) and `observation_count` (|O|: all
 observation content tokens, harness text included; template and end-of-turn tokens excluded), the
-conventions of `echo_loss`. A token belongs to a content span when its last character does, the
+conventions of `echo.loss`. A token belongs to a content span when its last character does, the
 renderer's rule.
 """
 

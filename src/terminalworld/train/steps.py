@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict
 from typing import Any
 
 from terminalworld.pipeline import artifacts
@@ -23,9 +22,9 @@ from terminalworld.pipeline.step import (
     step,
 )
 from terminalworld.pipeline.zephyr import Workers
-from terminalworld.train.echo_run import EchoRecipe
-from terminalworld.train.echo_skyrl import EchoGrpoRecipe
+from terminalworld.train.echo.miniature import EchoRecipe
 from terminalworld.train.sft import SftRecipe
+from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
 
 
 def tokenize_fn(
@@ -38,14 +37,13 @@ def tokenize_fn(
     max_len: int,
     seq_len: int,
     shard_rows: int,
-    workers: dict[str, Any],
+    workers: Workers,
     separator: str = "<|endoftext|>",
 ) -> None:
     """Rows skip.. of a subset, rendered under one arm (`pretrain`: every token trained, plain LM
     text) and packed for Levanter by a sharded Zephyr job (`train.tokenize_job`), with the
     training tokenizer and `stats.json` beside them. With nested subsets, skipping the smaller
     subset's rows gives data held apart from it."""
-    from terminalworld.pipeline.zephyr import Workers
     from terminalworld.train.tokenize_job import TokenizeJob, tokenize_sharded
 
     job = TokenizeJob(
@@ -59,7 +57,7 @@ def tokenize_fn(
         separator=separator,
         shard_rows=shard_rows,
     )
-    tokenize_sharded(job, Workers(**workers))
+    tokenize_sharded(job, workers)
 
 
 def tokenized(
@@ -92,7 +90,7 @@ def tokenized(
             max_len=max_len,
             seq_len=seq_len,
             shard_rows=shard_rows,
-            workers=asdict(workers),
+            workers=workers,
         )
     )
 
@@ -183,11 +181,11 @@ def checkpoint(
     )
 
 
-def echo_arm_fn(*, policy: str | list, tasks: str, heldout: list, out: str, recipe: dict[str, Any]) -> None:
+def echo_arm_fn(*, policy: str | list, tasks: str, heldout: list, out: str, recipe: EchoRecipe) -> None:
     """One ECHO arm from `policy` on the task folder `tasks`, measured on the held-out rows."""
-    from terminalworld.train.echo_run import run_arm
+    from terminalworld.train.echo.miniature import run_arm
 
-    run_arm(policy=joined(policy), tasks=tasks, heldout=joined(heldout), out=out, recipe=EchoRecipe(**recipe))
+    run_arm(policy=joined(policy), tasks=tasks, heldout=joined(heldout), out=out, recipe=recipe)
 
 
 def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: EchoRecipe, version: str) -> EchoArm:
@@ -200,13 +198,13 @@ def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: Echo
             policy=model_input(policy),
             tasks=tasks.step,
             heldout=heldout.rows,
-            recipe=asdict(recipe),
+            recipe=recipe,
         ),
         arm=recipe.arm,
     )
 
 
-def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: dict[str, Any]) -> None:
+def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: EchoGrpoRecipe) -> None:
     """ECHO's GRPO with SkyRL in its own environment on this step's GPUs: the tasks are copied to the
     node (every command runs in the node's sandbox), checkpoints and exports go to `out`, and a
     rerun resumes from the newest checkpoint there."""
@@ -217,20 +215,19 @@ def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: dict[str, 
     from fsspec.core import url_to_fs
 
     from terminalworld.core.records import write_json
-    from terminalworld.train.echo_skyrl import skyrl_command, skyrl_config, train_rows
+    from terminalworld.train.skyrl.bridge import skyrl_command, skyrl_config, train_rows
 
-    r = EchoGrpoRecipe(**recipe)
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with tempfile.TemporaryDirectory(prefix="tw-echo-grpo-") as tmp:
         fs, path = url_to_fs(tasks)
         fs.get(path.rstrip("/") + "/", f"{tmp}/tasks/", recursive=True)
         with open(f"{tmp}/train.jsonl", "w") as f:
             f.writelines(json.dumps(row) + "\n" for row in train_rows(f"{tmp}/tasks"))
-        config = skyrl_config(r, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out)
+        config = skyrl_config(recipe, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out)
         write_json(os.path.join(out, "skyrl_config.json"), config)
         write_json(f"{tmp}/config.json", config)
         env = dict(os.environ, PYTHONPATH=src)
-        subprocess.run(skyrl_command(strategy=r.strategy, config_file=f"{tmp}/config.json"), env=env, check=True)
+        subprocess.run(skyrl_command(strategy=recipe.strategy, config_file=f"{tmp}/config.json"), env=env, check=True)
 
 
 def echo_grpo(
@@ -245,6 +242,6 @@ def echo_grpo(
             resources=resources,
             policy=model_input(policy),
             tasks=tasks.step,
-            recipe=asdict(recipe),
+            recipe=recipe,
         )
     )

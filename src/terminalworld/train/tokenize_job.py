@@ -4,7 +4,7 @@ A counting pass over the inputs' raw lines (no parsing) cuts records skip.. into
 `shard_rows` records. Each shard writes, atomically and in this order:
 
 - `rows/rows-{shard:05d}.jsonl.gz`: its training rows, byte-identical to the same records' rows
-  from `core.render.render_file`, so the shards concatenated are the single process's rows;
+  from `train.render_rows.render_file`, so the shards concatenated are the single process's rows;
 - `packed/packed-{shard:05d}.jsonl.gz`: those rows packed for Levanter (packing restarts at each
   shard, so packed rows depend on `shard_rows`, a recipe value, never on the worker count);
 - `rows/rows-{shard:05d}.json`: its counts, last: a shard whose counts exist is done, so a killed
@@ -83,8 +83,9 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
     from terminalworld.core.assets import load_tokenizer
     from terminalworld.core.formats import trajectories_of
     from terminalworld.core.records import atomic_jsonl, dumps_row, read_json, write_json
-    from terminalworld.core.render import RenderStats, build_renderer, rendered_rows
+    from terminalworld.core.render import build_renderer
     from terminalworld.train.packing import PackStats, pack_problem, pack_rows
+    from terminalworld.train.render_rows import RenderStats, rendered_rows
 
     done = os.path.join(job.out, shard_file("rows", index, ".json"))
     fs, path = fsspec.core.url_to_fs(done)
@@ -127,8 +128,8 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
 def tokenize_sharded(job: TokenizeJob, workers: Workers) -> dict[str, Any]:
     """Run every shard not yet done, then write the training tokenizer and the merged `stats.json`."""
     from terminalworld.core.records import write_json
-    from terminalworld.core.render import RenderStats
     from terminalworld.train.packing import PackStats, training_tokenizer
+    from terminalworld.train.render_rows import RenderStats
 
     specs = range_parts(expand_all(job.inputs), job.skip, job.shard_rows)
     results = run_shards(_tokenize_shard, specs, workers, name=f"tokenize-{job.arm}", job=job)

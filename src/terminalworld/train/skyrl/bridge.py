@@ -3,7 +3,7 @@ generator output, the world masks as training tensors, and the auxiliary loss a 
 
 The production path runs SkyRL at PR #1716's head (`SKYRL_COMMIT`), whose policy worker has the
 auxiliary-loss hooks (`get_aux_policy_loss_context`, `compute_aux_policy_loss`) on the FSDP path;
-`skyrl_echo.py` (imported only inside SkyRL's environment) adds the same term on the Megatron path
+`skyrl/plugin.py` (imported only inside SkyRL's environment) adds the same term on the Megatron path
 and registers both workers. Names follow the reference implementation: the generator returns
 `world_loss_masks` (O′ over the response tokens), `world_full_observation_counts` (|O|) and
 `world_model_only` (the env-only arm), and the trainer turns them into right-aligned `(B, A)` tensors
@@ -11,7 +11,7 @@ and registers both workers. Names follow the reference implementation: the gener
 rest of the batch.
 
 Scaling, so that every backend computes `λ · mean_b Σ_t O′·(−log p) / (|O_b| + 1e-3)` over the whole
-mini-batch, as `echo_loss.env_prediction_loss` defines it: a micro-batch contributes
+mini-batch, as `echo.loss.env_prediction_loss` defines it: a micro-batch contributes
 `λ · Σ_{b in micro-batch} … · weight`. FSDP averages gradients over data-parallel ranks, so there
 the weight is 1 / (the rank's shard size); Megatron multiplies the policy loss by micro-batches ×
 data-parallel size and then divides both away, so a term added to the policy loss takes
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from terminalworld.train.echo_loss import OBSERVATION_EPS
+from terminalworld.train.echo.loss import OBSERVATION_EPS
 from terminalworld.train.rollout import Rollout
 
 SKYRL_REPO = "https://github.com/NovaSky-AI/SkyRL"
@@ -183,7 +183,7 @@ def train_rows(tasks: str) -> list[dict[str, Any]]:
     from pathlib import Path
 
     from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
-    from terminalworld.tasks.make import task_order
+    from terminalworld.tasks.layout import task_order
 
     return [
         {
@@ -222,7 +222,7 @@ def skyrl_command(*, strategy: str, config_file: str) -> list[str]:
         SKYRL_REQUIREMENT.format(extra=extra),
         "python",
         "-m",
-        "terminalworld.train.skyrl_echo",
+        "terminalworld.train.skyrl.plugin",
         "--config",
         config_file,
     ]

@@ -39,8 +39,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from terminalworld.sim.routing import program, simple_commands
-from terminalworld.sim.state import ShadowReader
+from terminalworld.grounding.routing import program, simple_commands
+from terminalworld.grounding.state import ShadowReader
 
 HEADER = "Repository content for the next command (not part of its output):"
 WORKDIRS = ("/testbed/",)
@@ -354,11 +354,6 @@ def _changes_block(reader: ShadowReader, item: Item, baseline: dict[str, bytes])
             b = _text(now.get(f, b"")).splitlines()
             lines += difflib.unified_diff(a, b, f"a/{f}", f"b/{f}", lineterm="")
     return lines
-
-
-def baseline_of(reader: ShadowReader) -> dict[str, bytes]:
-    """Every file of a state (`.git` left out), for the changes a later state has."""
-    return {f: reader.read(f) or b"" for f in reader.walk(".")}
 
 
 def blocks(reader: ShadowReader, found: list[Item], baseline: dict[str, bytes] | None = None) -> list[list[str]]:

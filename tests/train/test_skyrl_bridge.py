@@ -12,8 +12,9 @@ from terminalworld.agent.harness import FORMAT_WARNING
 from terminalworld.core.assets import load_tokenizer
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import OBSERVATION_PREFIX
-from terminalworld.train.echo_loss import env_prediction_loss
-from terminalworld.train.echo_skyrl import (
+from terminalworld.train.echo.loss import env_prediction_loss
+from terminalworld.train.rollout import Rollout
+from terminalworld.train.skyrl.bridge import (
     SKYRL_COMMIT,
     WORLD_COUNT,
     WORLD_MASK,
@@ -26,7 +27,6 @@ from terminalworld.train.echo_skyrl import (
     world_loss,
     world_tensors,
 )
-from terminalworld.train.rollout import Rollout
 
 
 def _samples(n, width, seed=0):
@@ -130,7 +130,7 @@ def test_config_carries_the_papers_recipe_and_the_launcher_pins_skyrl(tmp_path):
     assert not any(k.startswith("trainer.policy.megatron_config") for k in fsdp)
     command = skyrl_command(strategy="megatron", config_file="c.json")
     assert f"skyrl[megatron] @ git+https://github.com/NovaSky-AI/SkyRL@{SKYRL_COMMIT}" in command
-    assert command[-4:] == ["-m", "terminalworld.train.skyrl_echo", "--config", "c.json"]
+    assert command[-4:] == ["-m", "terminalworld.train.skyrl.plugin", "--config", "c.json"]
     assert "skyrl[fsdp]" in " ".join(skyrl_command(strategy="fsdp2", config_file="c.json"))
 
 

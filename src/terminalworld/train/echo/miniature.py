@@ -3,7 +3,7 @@ alone), from an HF policy, on generated tasks, every command in the sandbox.
 
 Each step takes the next `prompts_per_step` tasks in the suite's order and samples
 `samples_per_prompt` rollouts of each (one GRPO group per task), rewards them with the tasks' tests,
-and makes one update (`echo_step.update`). Task order and every sampling seed depend only on the
+and makes one update (`echo.update.update`). Task order and every sampling seed depend only on the
 recipe's seed, the step and the rollout's place, so the arms see the same tasks and draw the same
 random numbers; they differ only by their losses (and the weights those produce). Before the first
 step and after the last, the env-token cross-entropy of fixed held-out trajectories (teacher-forced,
@@ -33,10 +33,10 @@ from terminalworld.core.views import agent_messages
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import ECHO_ARM
-from terminalworld.tasks.make import task_order
-from terminalworld.train.echo_collect import collect
-from terminalworld.train.echo_loss import EchoLossConfig, grpo_advantages
-from terminalworld.train.echo_step import env_cross_entropy, update
+from terminalworld.tasks.layout import task_order
+from terminalworld.train.echo.loss import EchoLossConfig, grpo_advantages
+from terminalworld.train.echo.rollouts import collect
+from terminalworld.train.echo.update import env_cross_entropy, update
 from terminalworld.train.rollout import replayed
 
 Arm = Literal["grpo", "echo", "env-only"]

@@ -1,6 +1,6 @@
-"""Run one Harbor job from a JSON spec: `python -m terminalworld.agent.harbor_job SPEC.json`.
+"""Run one Harbor job from a JSON spec: `python -m terminalworld.agent.harbor.job SPEC.json`.
 
-Runs inside Harbor's own environment (`harbor_runtime.harbor_python`), with the project's `src` on
+Runs inside Harbor's own environment (`runtime.harbor_python`), with the project's `src` on
 PYTHONPATH, so that Harbor's real `Job`, trials, verifier and resume logic grade the tasks. The
 spec (`evaluate.job_spec`) names the jobs folder, the environment, the agent, the dataset, the
 attempts and the concurrency. Re-running the same spec resumes: Harbor keeps every

@@ -1,7 +1,7 @@
 """A Harbor environment whose every command runs in the project's bubblewrap sandbox: real Harbor
 jobs, trials and verifiers on a machine without Docker.
 
-Imported only inside Harbor's own environment (`harbor_runtime`), with the project's `src` on the
+Imported only inside Harbor's own environment (`harbor.runtime`), with the project's `src` on the
 path; the sandbox module needs nothing but the standard library and a bwrap binary, which the
 launcher passes as `bwrap=`.
 
@@ -186,7 +186,7 @@ class SimulatedEnvironment(SandboxEnvironment):
     as the reply); the agent sees the simulated output. Every other `exec` (Harbor's setup, the
     verifier) is real. Each answered command appends a row to the trial's `agent/shadow.jsonl`:
     the command, both outputs, the seconds and tokens of each side, and the grounding mode and
-    the command's route. With `grounding` (`sim.grounding`'s modes) the simulator's view holds each
+    the command's route. With `grounding` (`grounding.modes`'s modes) the simulator's view holds each
     command's grounding block, read from the shadow before the command runs (from the repository
     as the agent found it in retrieved mode); in hybrid mode a command the router sends to the
     shadow gets the shadow's own output."""
@@ -212,17 +212,17 @@ class SimulatedEnvironment(SandboxEnvironment):
 
     def _ground(self, command: str) -> tuple[str, int]:
         """The command's route and grounding-block tokens, the block kept for the simulator's view
-        (`sim.grounding`'s modes; the budget counts a token per 4 characters, since the tokenizer
+        (`grounding.modes`'s modes; the budget counts a token per 4 characters, since the tokenizer
         lives in the project's environment, not Harbor's)."""
-        from terminalworld.sim import retrieval
-        from terminalworld.sim.routing import route
-        from terminalworld.sim.state import ShadowReader
+        from terminalworld.grounding import retrieval
+        from terminalworld.grounding.routing import route
+        from terminalworld.grounding.state import ShadowReader, baseline_of
 
         if self._grounding == "none":
             return "generated", 0
         live = ShadowReader(self._host(REPO_MOUNT))
         if self._baseline is None:
-            self._baseline = retrieval.baseline_of(live)
+            self._baseline = baseline_of(live)
             if self._grounding == "retrieved":
                 self._start = self._root / "grounding-start"
                 shutil.copytree(self._host(REPO_MOUNT), self._start, symlinks=True)

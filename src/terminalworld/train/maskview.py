@@ -9,9 +9,10 @@ from typing import Literal
 
 import numpy as np
 
-from terminalworld.core.render import ARMS, Rendered, RenderOptions
+from terminalworld.core.render import ARMS, Rendered
 from terminalworld.errors import InputError
 from terminalworld.options import option
+from terminalworld.train.render_rows import RenderOptions
 
 _COLORS = {"assistant": "\x1b[30;43m", "user": "\x1b[30;46m"}
 _RESET = "\x1b[0m"

@@ -3,9 +3,9 @@ Megatron through its policy-loss function), a trainer that carries O′ and |O| 
 generator that runs the project's harness token in and token out with every command in the sandbox,
 and the entrypoint.
 
-Imported only inside SkyRL's own environment (`skyrl[fsdp|megatron]` at `echo_skyrl.SKYRL_COMMIT`,
-with the project's `src` on the path); the arithmetic lives in `echo_skyrl` and `echo_loss`, tested
-without SkyRL. Run as `python -m terminalworld.train.skyrl_echo --config FILE.json` (`echo_skyrl.skyrl_command`).
+Imported only inside SkyRL's own environment (`skyrl[fsdp|megatron]` at `bridge.SKYRL_COMMIT`,
+with the project's `src` on the path); the arithmetic lives in `skyrl.bridge` and `echo_loss`, tested
+without SkyRL. Run as `python -m terminalworld.train.skyrl.plugin --config FILE.json` (`bridge.skyrl_command`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,14 @@ from skyrl.train.trainer import RayPPOTrainer
 from skyrl.train.utils import validate_cfg
 from skyrl.train.utils.utils import initialize_ray
 
+from terminalworld.agent.driver import Shell, drive
 from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.render import Renderer
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.tasks.layout import repo_copy, verify
-from terminalworld.train.echo_skyrl import (
+from terminalworld.train.rollout import Rollout
+from terminalworld.train.skyrl.bridge import (
     WORLD_COUNT,
     WORLD_MASK,
     dotted,
@@ -39,7 +41,6 @@ from terminalworld.train.echo_skyrl import (
     world_loss,
     world_tensors,
 )
-from terminalworld.train.rollout import Rollout
 
 
 @dataclass
@@ -48,6 +49,7 @@ class EchoAlgorithmConfig(AlgorithmConfig):
 
     world_model_coeff: float = 0.0
     world_model_only: bool = False
+    command_timeout_s: float = 10.0  # the sandbox's wall limit per command, as in the miniature
 
 
 @dataclass
@@ -157,8 +159,9 @@ class EchoGenerator(GeneratorInterface):
     """The project's harness as a SkyRL generator: one episode per prompt, every command in the
     sandbox, the task's tests as reward, the ids exactly as the engine sampled them."""
 
-    def __init__(self, *, generator_cfg, tokenizer, inference_engine_client):
+    def __init__(self, *, generator_cfg, tokenizer, inference_engine_client, sandbox: SandboxConfig):
         self.cfg = generator_cfg
+        self.sandbox = sandbox
         self.client = inference_engine_client
         self.renderer = Renderer(tokenizer)
         self.harness = HarnessConfig(
@@ -174,19 +177,19 @@ class EchoGenerator(GeneratorInterface):
         )
         rollout = Rollout(self.renderer)
         rollout.start(episode.system, episode.task)
+
+        async def policy(episode: Episode) -> str | None:
+            if not episode.check_context(len(rollout.ids)):
+                return None
+            out = await self.client.generate(
+                {"prompt_token_ids": [rollout.ids], "sampling_params": sampling, "skip_detokenize": True}
+            )
+            return rollout.act(out["response_ids"][0])
+
         with repo_copy(task_dir, prefix="tw-rollout-") as repo:
-            shell = Sandbox(str(repo), SandboxConfig())
-            while episode.outcome == "running" and episode.check_context(len(rollout.ids)):
-                out = await self.client.generate(
-                    {"prompt_token_ids": [rollout.ids], "sampling_params": sampling, "skip_detokenize": True}
-                )
-                command = episode.act(rollout.act(out["response_ids"][0]))
-                if command is not None:
-                    result = await asyncio.to_thread(shell.run, command)
-                    episode.observe(result.output)
-                if episode.messages[-1]["role"] == "user" and len(episode.messages) % 2 == 0:
-                    rollout.observe(episode.messages[-1]["content"])
-            reward = await asyncio.to_thread(verify, task_dir, repo)
+            shell = Shell(Sandbox(str(repo), self.sandbox), threaded=True)
+            await drive(episode, policy=policy, environment=shell, on_message=rollout.observe)
+            reward = await asyncio.to_thread(verify, task_dir, repo, config=self.sandbox)
         return generator_sample(rollout, reward=reward)
 
     async def generate(self, input_batch: GeneratorInput) -> GeneratorOutput:
@@ -219,7 +222,10 @@ class EchoExp(BasePPOExp):
     def get_generator(self, cfg, tokenizer, inference_engine_client):
         """The project's harness as the generator."""
         return EchoGenerator(
-            generator_cfg=cfg.generator, tokenizer=tokenizer, inference_engine_client=inference_engine_client
+            generator_cfg=cfg.generator,
+            tokenizer=tokenizer,
+            inference_engine_client=inference_engine_client,
+            sandbox=SandboxConfig(timeout_s=cfg.trainer.algorithm.command_timeout_s),
         )
 
     def get_trainer(
@@ -244,9 +250,9 @@ def _run(cfg) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Train from `--config FILE`, the JSON of `echo_skyrl.skyrl_config`."""
+    """Train from `--config FILE`, the JSON of `bridge.skyrl_config`."""
     if len(argv) != 2 or argv[0] != "--config":
-        sys.exit("usage: python -m terminalworld.train.skyrl_echo --config FILE.json")
+        sys.exit("usage: python -m terminalworld.train.skyrl.plugin --config FILE.json")
     cfg = EchoConfig.from_cli_overrides(dotted(json.loads(Path(argv[1]).read_text())))
     validate_cfg(cfg)
     initialize_ray(cfg)

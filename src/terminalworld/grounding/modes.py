@@ -2,11 +2,11 @@
 
 - `none`: no grounding block (the behaviour before grounding existed, token for token).
 - `retrieved`: before a command, a grounding block holds the content the command is about
-  (`sim.retrieval`), read from the repository as the episode began: what a container-free
+  (`grounding.retrieval`), read from the repository as the episode began: what a container-free
   simulator can know.
 - `replayed`: the same block, read after replaying the session's own earlier commands in the
   sandbox over a shadow copy: what perfect state tracking would give (an upper bound).
-- `hybrid`: the routing table (`sim.routing`) sends read, navigation and edit commands to the
+- `hybrid`: the routing table (`grounding.routing`) sends read, navigation and edit commands to the
   shadow, which answers them exactly; execution and unknown commands are generated with the
   block of the files they touch, read from the shadow's current state.
 
@@ -25,9 +25,9 @@ from typing import Any, Literal
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
+from terminalworld.grounding import retrieval, routing
+from terminalworld.grounding.state import Shadow, Sources, shadow, sources
 from terminalworld.options import option
-from terminalworld.sim import retrieval, routing
-from terminalworld.sim.state import Shadow, Sources, shadow, sources
 
 GroundingMode = Literal["none", "retrieved", "replayed", "hybrid"]
 MODES: tuple[GroundingMode, ...] = ("none", "retrieved", "replayed", "hybrid")

@@ -20,7 +20,7 @@ from terminalworld.errors import InputError
 
 REQUIREMENTS = Path(__file__).with_name("harbor-requirements.txt")
 HARBOR_VERSION = "0.26.0"
-SRC = Path(__file__).resolve().parents[2]
+SRC = Path(__file__).resolve().parents[3]
 QUIET_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 

@@ -7,7 +7,7 @@ A grounding source gives the repository as the episode began, rebuilt byte for b
 - `TaskSource`: generated tasks and their solving episodes (`instance_id` = the task's name, or
   `solve-` + it), the task's `environment/repo`;
 - `SnapshotSource`: production, one pinned snapshot per SWE-ZERO instance (its repository at its
-  base commit) read through fsspec from the store `sim.snapshots.build_store` writes.
+  base commit) read through fsspec from the store `grounding.snapshots.build_store` writes.
 
 `Sources` tries each in order. A `Shadow` is a private copy of the session's repository with a
 sandbox over it; `replay` runs the session's commands in it, with file times pinned after each (as
@@ -110,7 +110,7 @@ class Sources:
 
 def sources(*, tasks: str | None = None, store: str | None = None) -> Sources:
     """The sources a run names: a snapshot store and a task folder when given, then the code trees."""
-    from terminalworld.sim.snapshots import SnapshotSource
+    from terminalworld.grounding.snapshots import SnapshotSource
 
     chain: list[Source] = []
     if store:
@@ -126,8 +126,6 @@ class Shadow:
     command, as the recorder does, unless the caller's episode keeps real times)."""
 
     def __init__(self, repo: Path, config: SandboxConfig, *, pin_times: bool = True):
-        from terminalworld.sim.retrieval import baseline_of
-
         self.repo, self.pin_times = repo, pin_times
         self.sandbox = Sandbox(str(repo), config)
         self.reader = ShadowReader(repo)
@@ -257,3 +255,8 @@ class ShadowReader:
                 elif kind == "file":
                     out.append(path)
         return sorted(out)[:limit]
+
+
+def baseline_of(reader: ShadowReader) -> dict[str, bytes]:
+    """Every file of a state (`.git` left out), for the changes a later state has."""
+    return {f: reader.read(f) or b"" for f in reader.walk(".")}

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from terminalworld.train.echo_loss import EchoLossConfig, echo_loss, token_logprobs
+from terminalworld.train.echo.loss import EchoLossConfig, echo_loss, token_logprobs
 from terminalworld.train.rollout import Rollout
 
 

@@ -2,7 +2,7 @@
 production (a vLLM endpoint) and for the local miniature (the project's own endpoint over an
 in-process HF model, `serve.py`), both OpenAI-compatible chat completions.
 
-Imported only inside Harbor's environment (see `harbor_env`); it needs nothing beyond the standard
+Imported only inside Harbor's environment (see `harbor.environment`); it needs nothing beyond the standard
 library and Harbor. Kwargs (Harbor's `AgentConfig.kwargs`) are `HarnessConfig`'s fields,
 `command_timeout_s`, the endpoint `api_base` and its `served_model` name (Harbor's own `base_url`
 and `model_name` would send the name through litellm's provider parsing), and `replies`: a JSON file {task name or "*": [reply, ...]} that makes the
@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
 from terminalworld.agent.chat_client import ContextLengthExceededError, chat_completion
+from terminalworld.agent.driver import Timings, drive
 from terminalworld.agent.harness import Episode, HarnessConfig
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 
@@ -76,48 +78,80 @@ class SweZeroAgent(BaseAgent):
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         """One episode on `instruction`; tokens, outcome and timings go to `context`."""
         episode = Episode(system=TASK_SYSTEM_PROMPT, task=instruction, config=self.harness)
-        simulated = getattr(environment, "answer", None)
-        scripted = None
-        if self.script is not None:
-            scripted = iter(self.script.get(environment.environment_name, self.script.get("*", [])))
         context.n_input_tokens, context.n_output_tokens, context.metadata = 0, 0, {}
-        used = 0  # tokens of the conversation so far, as the endpoint counted them
-        seconds = {"generation_s": 0.0, "command_s": 0.0}
+        timings = Timings()
         try:
-            while episode.outcome == "running":
-                if scripted is not None:
-                    reply = next(scripted, None)
-                    if reply is None:
-                        break
-                else:
-                    if not episode.check_context(used):
-                        break
-                    start = time.monotonic()
-                    try:
-                        reply, prompt, completion = await asyncio.to_thread(self._complete, episode.messages)
-                    except ContextLengthExceededError:
-                        episode.outcome = "context_limit"
-                        break
-                    finally:
-                        seconds["generation_s"] += time.monotonic() - start
-                    used = prompt + completion
-                    context.n_input_tokens += prompt
-                    context.n_output_tokens += completion
-                command = episode.act(reply)
-                if command is not None and episode.outcome == "running":
-                    start = time.monotonic()
-                    if simulated is not None:  # a simulator answers; the command also runs for real
-                        output = await simulated(command, episode.task, timeout_sec=self.command_timeout_s)
-                    else:
-                        output = (await environment.exec(command, timeout_sec=self.command_timeout_s)).stdout or ""
-                    seconds["command_s"] += time.monotonic() - start
-                    episode.observe(output)
+            policy, where = self._policy(environment, context), self._where(environment, episode)
+            timings = await drive(episode, policy=policy, environment=where)
         finally:
             context.metadata = {
                 "outcome": episode.outcome,
                 "turns": episode.turns,
                 "format_errors": episode.format_errors,
-                **{k: round(v, 4) for k, v in seconds.items()},
+                "generation_s": round(timings.generation_s, 4),
+                "command_s": round(timings.command_s, 4),
             }
             row = {"messages": episode.messages, "metadata": context.metadata}
             (self.logs_dir / "trajectory.json").write_text(json.dumps(row, ensure_ascii=False, indent=1))
+
+    def _policy(self, environment: BaseEnvironment, context: AgentContext):
+        """The script's next reply, or the endpoint's (None when the context is full)."""
+        if self.script is not None:
+            scripted = iter(self.script.get(environment.environment_name, self.script.get("*", [])))
+            return lambda episode: next(scripted, None)
+        used = 0  # tokens of the conversation so far, as the endpoint counted them
+
+        async def policy(episode: Episode) -> str | None:
+            nonlocal used
+            if not episode.check_context(used):
+                return None
+            try:
+                reply, prompt, completion = await asyncio.to_thread(self._complete, episode.messages)
+            except ContextLengthExceededError:
+                episode.outcome = "context_limit"
+                return None
+            used = prompt + completion
+            context.n_input_tokens += prompt
+            context.n_output_tokens += completion
+            return reply
+
+        return policy
+
+    def _where(self, environment: BaseEnvironment, episode: Episode) -> HarborCommands | SimulatedCommands:
+        """Harbor's environment as the driver's: a simulated one answers, and runs the command too."""
+        if isinstance(environment, SimulatingHarbor):
+            return SimulatedCommands(environment, episode.task, self.command_timeout_s)
+        return HarborCommands(environment, self.command_timeout_s)
+
+
+@runtime_checkable
+class SimulatingHarbor(Protocol):
+    """A Harbor environment with a simulator (`harbor.environment.SimulatedEnvironment`)."""
+
+    async def answer(self, command: str, task: str, timeout_sec: float | None = None) -> str:
+        """The simulated output of `command`, after running it for real."""
+
+
+@dataclass(frozen=True)
+class HarborCommands:
+    """A Harbor environment's `exec` as the driver's environment."""
+
+    environment: BaseEnvironment
+    timeout_s: float
+
+    async def run(self, command: str) -> str:
+        """The command's output in the trial's environment."""
+        return (await self.environment.exec(command, timeout_sec=self.timeout_s)).stdout or ""
+
+
+@dataclass(frozen=True)
+class SimulatedCommands:
+    """A simulating Harbor environment as the driver's: the agent sees the simulator's answer."""
+
+    environment: SimulatingHarbor
+    task: str
+    timeout_s: float
+
+    async def answer(self, command: str) -> str:
+        """The simulated output of `command` (which also runs for real)."""
+        return await self.environment.answer(command, self.task, timeout_sec=self.timeout_s)

@@ -17,12 +17,13 @@ Scores and fidelity, per MODE in none, retrieved, replayed, hybrid (a 1,024-toke
 
 Then this file writes the page (`docs/grounding.md`, its plot) and `RESULTS/grounding.json`:
 
-    uv run python experiments/grounding.py --data DATA --results RESULTS
+    uv run python benchmarks/grounding.py --data DATA --results RESULTS
 """
 
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from terminalworld.core.assets import load_tokenizer
@@ -32,7 +33,9 @@ from terminalworld.core.records import write_json
 from terminalworld.report import grounding as report
 
 HERE = Path(__file__).resolve().parent
-FIXTURES = HERE.parent.parent / "shared" / "fixtures" / "real"
+sys.path.insert(0, str(HERE.parent))  # the fixtures' one path: tests.paths
+from tests.paths import FIXTURES  # noqa: E402
+
 REAL = {
     "SWE-ZERO 12M (3 rows)": FIXTURES / "adp_swe-zero-12m" / "sample_raw.json",
     "mini-swe-agent (1 row)": FIXTURES / "mini-swe-agent_b6984ac5" / "github_issue.traj.json",

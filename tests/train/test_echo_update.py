@@ -15,8 +15,8 @@ from terminalworld.core.formats import load_trajectories
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.core.views import agent_messages
-from terminalworld.train.echo_loss import EchoLossConfig, echo_loss, grpo_advantages
-from terminalworld.train.echo_step import env_cross_entropy, sequence_logprobs, update
+from terminalworld.train.echo.loss import EchoLossConfig, echo_loss, grpo_advantages
+from terminalworld.train.echo.update import env_cross_entropy, sequence_logprobs, update
 from terminalworld.train.rollout import replayed
 from tests.paths import SWE_ZERO
 
@@ -132,9 +132,10 @@ def test_env_cross_entropy_is_the_mean_over_o_prime_tokens(batch):
 
 def test_a_sandbox_rollout_is_the_policys_tokens_rewarded_by_the_tasks_tests(workdir):
     from terminalworld.agent.harness import HarnessConfig
+    from terminalworld.core.decoding import hf_sample
     from terminalworld.env.sandbox import SandboxConfig
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
-    from terminalworld.train.echo_collect import collect, sample
+    from terminalworld.train.echo.rollouts import collect
 
     make_tasks(MakeTasksConfig(out=str(workdir / "tasks"), n=1, seed=0))
     manifest = json.loads((workdir / "tasks" / "manifest.json").read_text())
@@ -150,7 +151,17 @@ def test_a_sandbox_rollout_is_the_policys_tokens_rewarded_by_the_tasks_tests(wor
     # O′ token), the reward from the task's real tests is 0.
     assert (a.turns, a.format_errors, a.outcome, a.reward) == (2, 2, "turn_limit", 0.0)
     assert sum(a.rollout.env_mask) == 0 and a.rollout.observation_count > 0
-    # The first sampled tokens are exactly what `sample` draws after the prompt with that seed.
+    # The first sampled tokens are exactly what `hf_sample` draws after the prompt with that seed.
     start = a.rollout.action_mask.index(1)
-    first = sample(model, a.rollout.ids[:start], max_new_tokens=16, temperature=0.8, seed=1000, eos=tok.eos_token_id)
+    prompt = torch.tensor([a.rollout.ids[:start]])
+    first = hf_sample(
+        model,
+        prompt,
+        attention_mask=torch.ones_like(prompt),
+        max_new_tokens=16,
+        temperature=0.8,
+        seed=1000,
+        pad=tok.eos_token_id,
+        stop=tok.eos_token_id,
+    )[0].tolist()
     assert a.rollout.ids[start : start + len(first)] == first

@@ -1,4 +1,5 @@
-"""A generated corpus at any size from a few real trajectories, for the sampler's tests and benchmarks.
+"""A generated corpus at any size from a few real trajectories, for the sampler's tests and benchmarks
+(`benchmarks/sampling.py` imports it from here).
 
 Each row is a real SWE-ZERO-format row with a new instance id and a repo drawn from a 1/k law over
 `repos` repos (a few huge repos, a long tail of rare ones, as in real corpora; the rare ones are

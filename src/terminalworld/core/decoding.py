@@ -1,0 +1,50 @@
+"""The project's one call of HF `generate`: pure temperature sampling, greedy at temperature 0.
+
+The in-process chat server (the agent's local endpoint), the ECHO rollouts and the HF simulator
+all sample through `hf_sample`, so they share one policy and it matches what vLLM's
+`SamplingParams(temperature=t, top_k=-1, top_p=1.0)` does on a GPU: no top-k and no top-p, which
+transformers would otherwise take from the model's generation config (top-k 50 by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def hf_sample(
+    model: Any,
+    ids: Any,
+    *,
+    attention_mask: Any,
+    max_new_tokens: int,
+    temperature: float,
+    seed: int,
+    pad: int,
+    stop: int | list[int] | None = None,
+    past_key_values: Any = None,
+) -> Any:
+    """The tokens `model` generates after each row of `ids` (a 2-D tensor, left-padded, with its
+    `attention_mask`), seeded by `seed`; generation ends at `stop` (default: the model's own end
+    of sequence) or after `max_new_tokens`. Rows that stop early are padded with `pad`. A
+    `past_key_values` cache holding a prefix of `ids` is extended in place, so only the rest is
+    prefilled."""
+    import torch
+
+    sampled = temperature > 0
+    ends = {} if stop is None else {"eos_token_id": stop}
+    if past_key_values is not None:
+        ends["past_key_values"] = past_key_values
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = model.generate(
+            ids,
+            attention_mask=attention_mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=sampled,
+            temperature=temperature if sampled else None,
+            top_k=0 if sampled else None,
+            top_p=1.0 if sampled else None,
+            pad_token_id=pad,
+            **ends,
+        )
+    return out[:, ids.shape[1] :]

@@ -1,0 +1,174 @@
+"""The `render` command: trajectory files to one arm's training rows, written atomically.
+
+Each trajectory is rendered by `core.render.Renderer` (the ownership rule) and becomes
+`{instance_id, input_ids, loss_weights}`; an example that cannot be rendered is counted by reason
+and named with file and line, and the pass goes on. The tokenize job (`train.tokenize_job`) renders
+its shards through the same `rendered_rows`, so its rows are this command's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from terminalworld.core.render import Arm, Renderer, build_renderer, training_row
+from terminalworld.core.views import View
+from terminalworld.errors import InputError, RenderError
+from terminalworld.grounding.modes import GroundingOptions
+from terminalworld.options import chat_template_file, loadable_tokenizer, option
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderOptions:
+    """Which trajectories, and how they are rendered: tokenizer, template, view, harness text, length."""
+
+    tokenizer: str = option(check=loadable_tokenizer, help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    inputs: list[str] = option(
+        flag="--in", path="input", help="trajectory file or glob; repeat (or comma-separate) for several"
+    )
+    chat_template: str | None = option(
+        None, check=chat_template_file, help="Jinja chat template file (default: the tokenizer's)"
+    )
+    max_len: int | None = option(None, minimum=1, help="cut rows after this many tokens")
+    exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
+    view: View = option("agent", help="sim: the dedicated-simulator framing")
+
+    def renderer(self) -> Renderer:
+        """The renderer these options describe."""
+        return build_renderer(
+            tokenizer=self.tokenizer,
+            chat_template=self.chat_template,
+            view=self.view,
+            exclude_harness_text=self.exclude_harness_text,
+            max_len=self.max_len,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderConfig(RenderOptions, GroundingOptions):
+    """One arm of training rows from trajectory files; with `--grounding`, every turn of the view
+    has its grounding block (owned by nobody), so a grounded simulator can be trained on them."""
+
+    out: str = option(path="output-file", help=".jsonl, .jsonl.gz or .parquet")
+    arm: Arm = option(help="assistant (a), full (b) or user (c)")
+
+
+MAX_NAMED_FAILURES = 100
+
+
+@dataclass
+class RenderStats:
+    """Counts of one rendering pass: examples written, their tokens, trained tokens and truncation,
+    and the examples that failed, by reason, with the first MAX_NAMED_FAILURES named."""
+
+    examples: int = 0
+    tokens: int = 0
+    trained_tokens: int = 0
+    truncated_examples: int = 0
+    truncated_tokens: int = 0
+    failed: dict[str, int] = field(default_factory=dict)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+    def fail(self, file: str, line: int, instance_id: str | None, reason: str, detail: str) -> None:
+        """Count a failed example under `reason`, naming it while there is room."""
+        self.failed[reason] = self.failed.get(reason, 0) + 1
+        if len(self.failures) < MAX_NAMED_FAILURES:
+            self.failures.append(
+                {"file": file, "line": line, "instance_id": instance_id, "reason": reason, "detail": detail}
+            )
+
+    def add(self, other: RenderStats) -> None:
+        """Fold in the stats of a later part of the same pass (failures stay in input order)."""
+        for name in ("examples", "tokens", "trained_tokens", "truncated_examples", "truncated_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for reason, n in other.failed.items():
+            self.failed[reason] = self.failed.get(reason, 0) + n
+        self.failures = (self.failures + other.failures)[:MAX_NAMED_FAILURES]
+
+
+def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats, grounder=None) -> Iterator[dict[str, Any]]:
+    """The training row of each trajectory of `items` (`iter_trajectories` output), in order; with
+    a grounder (`grounding.modes.Grounder`), every turn has its grounding block.
+
+    An example that cannot be rendered (a malformed record, a template that rewrites a message, a
+    repository no grounding source holds) is counted in `stats` by reason and named with file and
+    line, and the pass goes on: one bad example among millions must not stop a training set, nor
+    vanish from its stats."""
+    from terminalworld.core.records import BadLine
+
+    for item in items:
+        if isinstance(item, BadLine):
+            stats.fail(item.file, item.line, None, "malformed record", item.reason)
+            continue
+        rec, traj = item
+        try:
+            grounding = grounder.blocks(traj) if grounder is not None else None
+        except InputError as e:
+            stats.fail(rec.file, rec.line, traj.instance_id, "no grounding source", str(e))
+            continue
+        try:
+            r = renderer.render(traj, grounding)
+        except RenderError as e:
+            stats.fail(rec.file, rec.line, traj.instance_id, "template rewrites a message", str(e))
+            continue
+        row = training_row(r, arm)
+        stats.examples += 1
+        stats.tokens += len(row["input_ids"])
+        stats.trained_tokens += sum(row["loss_weights"])
+        stats.truncated_examples += r.truncated_tokens > 0
+        stats.truncated_tokens += r.truncated_tokens
+        yield row
+
+
+def render_file(cfg: RenderConfig) -> dict[str, Any]:
+    """One training row per renderable input trajectory, in input order, written atomically; the
+    stats count and name every example that failed (see `rendered_rows`)."""
+    from dataclasses import asdict
+
+    from tqdm import tqdm
+
+    from terminalworld.core.formats import iter_trajectories
+
+    stats = RenderStats()
+    items = tqdm(iter_trajectories(cfg.inputs), desc=f"render {cfg.arm}", unit="traj")
+    renderer = cfg.renderer()
+    grounder = None
+    if cfg.grounding != "none":
+        from terminalworld.grounding.modes import Grounder
+
+        grounder = Grounder(cfg, renderer.tokenizer)
+    with row_writer(cfg.out) as write:
+        for row in rendered_rows(items, renderer, cfg.arm, stats, grounder):
+            write(row)
+    return {"out": cfg.out, "arm": cfg.arm, "grounding": cfg.grounding, **asdict(stats)}
+
+
+@contextlib.contextmanager
+def row_writer(path: str):
+    """A `write(row)` callable streaming rows to JSON Lines (optionally .gz) or parquet, atomically."""
+    from terminalworld.core.records import atomic_jsonl, atomic_output, dumps_row
+
+    if not path.endswith(".parquet"):
+        with atomic_jsonl(path) as f:
+            yield lambda row: f.write(dumps_row(row))
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [("instance_id", pa.string()), ("input_ids", pa.list_(pa.int32())), ("loss_weights", pa.list_(pa.int8()))]
+    )
+    batch: list[dict[str, Any]] = []
+    with atomic_output(path) as f, pq.ParquetWriter(f, schema) as writer:
+
+        def write(row: dict[str, Any]) -> None:
+            batch.append(row)
+            if len(batch) == 256:
+                writer.write_table(pa.Table.from_pylist(batch, schema))
+                batch.clear()
+
+        yield write
+        if batch:
+            writer.write_table(pa.Table.from_pylist(batch, schema))
