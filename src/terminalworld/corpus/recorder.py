@@ -23,13 +23,13 @@ from typing import Any
 
 from tqdm import tqdm
 
-from terminalworld.core import scratch
 from terminalworld.core.prompts import SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, Trajectory, Turn
 from terminalworld.corpus.actions import FORMAT, Step, action_message, workspace_root
 from terminalworld.corpus.solver import record_solving_shard
-from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, normalize_times
+from terminalworld.env import copies
+from terminalworld.env.codetrees import CodeTree, discover_code_trees, materialize, materialized_bytes, normalize_times
 from terminalworld.env.sandbox import CommandResult, Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
@@ -280,9 +280,8 @@ class Policy:
 def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: SandboxConfig) -> list[CommandResult]:
     """Run `commands` in order in one sandbox over a fresh copy of `tree` (removed afterwards), file
     times pinned after each so that listings do not depend on when they ran."""
-    work = scratch.make_dir("tw-rec-", workspace_root())
-    os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
-    try:
+    content, cap = materialized_bytes(tree), sandbox_config.disk_bytes
+    with copies.copy_space("tw-rec-", dir=workspace_root(), content_bytes=content, disk_bytes=cap) as work:
         repo_dir = materialize(tree, Path(work) / "repo")
         sandbox = Sandbox(str(repo_dir), sandbox_config)
         results = []
@@ -290,8 +289,6 @@ def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: Sandb
             results.append(sandbox.run(command))
             normalize_times(repo_dir)
         return results
-    finally:
-        scratch.remove_tree(work)
 
 
 def record_one(
