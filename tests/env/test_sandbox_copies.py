@@ -134,3 +134,21 @@ def test_the_next_run_unmounts_and_removes_what_a_killed_one_left(source, workdi
     with copies.copy_space("tw-killed-", dir=str(workdir), content_bytes=0) as fresh:
         assert sorted(os.listdir(workdir)) == sorted(["source", os.path.basename(fresh)])
     assert left not in copy_mounts() and not os.path.exists(left)
+
+
+@ROOT_ONLY
+def test_a_command_that_fills_the_copy_cannot_make_verification_fail(workdir):
+    from terminalworld.tasks import layout
+
+    task = workdir / "task"
+    (task / layout.REPO_DIR).mkdir(parents=True)
+    (task / layout.REPO_DIR / "a.txt").write_text("fixed\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("grep -q fixed /testbed/a.txt && echo 1 > /logs/verifier/reward.txt\n")
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text("true\n")
+    config = SandboxConfig(disk_bytes=2 << 20)
+    with layout.repo_copy(task, dir=str(workdir)) as repo:
+        filled = Sandbox(str(repo), config).run("head -c 9000000 /dev/zero > fill; touch e{1..2000}")
+        assert "disk" in filled.limits
+        assert layout.verify(task, repo, config=config) == 1.0

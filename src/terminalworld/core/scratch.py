@@ -198,6 +198,14 @@ def _on_signal(signum: int, frame: object) -> None:
     os.kill(os.getpid(), signum)
 
 
+def _forget_in_child() -> None:
+    """A forked child owns none of its parent's copies or sandboxes (and a fresh lock)."""
+    global _lock
+    _lock = threading.Lock()
+    _pending.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 _previous: dict[int, object] = {}
 if threading.current_thread() is threading.main_thread():
     for _sig in (signal.SIGTERM, signal.SIGHUP):

@@ -6,7 +6,7 @@ user space counts. It must not read host secrets, write outside its repository c
 folders), reach a network, keep or regain a privilege, exhaust the host's memory, processes, disk or
 CPU, outlive its command, forge a reward, or drive the operator's terminal. Not defended: kernel
 exploits (the kernel is shared) and timing side channels; /proc/self/mountinfo still names the host
-folders bound in (bwrap cannot hide a bind mount's source).
+folders bound in (bwrap cannot hide a bind mount's source) but those on a copy's own tmpfs.
 
 Each command gets fresh user, mount, pid, network, IPC, UTS and cgroup namespaces, no capability,
 no_new_privs, and a seccomp filter (`env.seccomp`: no ptrace or process-memory calls, no kernel
