@@ -15,7 +15,10 @@ interleaved round by round so that a busy machine slows both alike:
   the disk cap measured after each command with descriptor-based walks, exact output accounting,
   limit notes);
 - after, no cgroup: the same with `SandboxConfig(memory_cgroup=False)`, to show what the memory
-  cgroup costs.
+  cgroup costs;
+- after, own tmpfs: the same over a copy made by `terminalworld.env.copies` (on a root host its own
+  size- and inode-capped tmpfs, so the kernel holds the disk cap and no walk measures the copy),
+  against "after" over a plain folder, whose disk cap the walks measure.
 
 Commands: `true` (pure start-up cost), `ls`, and `grep -rn` over the tree. Reported: commands per
 second (median over rounds) and the added milliseconds per command.
@@ -24,6 +27,7 @@ second (median over rounds) and the added milliseconds per command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import select
 import shutil
@@ -91,8 +95,10 @@ def make_repo() -> str:
 
 
 def main() -> None:
+    from terminalworld.core import scratch
     from terminalworld.core.records import write_json
-    from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path, memory_limit_kind
+    from terminalworld.env import copies
+    from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path, disk_limit_kind, memory_limit_kind
 
     p = argparse.ArgumentParser()
     p.add_argument("--rounds", type=int, default=5)
@@ -101,8 +107,10 @@ def main() -> None:
     a = p.parse_args()
 
     repo = make_repo()
+    space = contextlib.ExitStack()
     try:
         sandbox = Sandbox(repo, SandboxConfig())
+        on_tmpfs = Sandbox(space.enter_context(copies.repo_copy(repo, prefix="tw-bench-copy-")), SandboxConfig())
         bwrap = bwrap_path()
         files = sum(len(f) for _, _, f in os.walk(repo))
         # Both must print the same thing (but the owner's name: the old sandbox ran as host root, to
@@ -115,6 +123,7 @@ def main() -> None:
             "before": lambda cmd: run_before(before_argv(bwrap, repo, cmd)),
             "after": sandbox.run,
             "after_no_cgroup": Sandbox(repo, SandboxConfig(memory_cgroup=False)).run,
+            "after_tmpfs": on_tmpfs.run,
         }
         rates: dict[str, dict[str, list[float]]] = {m: {c: [] for c in COMMANDS} for m in methods}
         for _ in range(a.rounds):
@@ -124,7 +133,20 @@ def main() -> None:
                     for _ in range(a.per_round):
                         fn(cmd)
                     rates[method][name].append(a.per_round / (time.perf_counter() - t0))
+        # What a copy costs to make and remove: on its own tmpfs, and as the plain folder it was before.
+        copy_ms: dict[str, list[float]] = {"tmpfs": [], "plain": []}
+        for _ in range(a.rounds * 4):
+            t0 = time.perf_counter()
+            with copies.repo_copy(repo, prefix="tw-bench-copy-"):
+                pass
+            t1 = time.perf_counter()
+            plain = scratch.make_dir("tw-bench-plain-")
+            shutil.copytree(repo, os.path.join(plain, "repo"), symlinks=True)
+            scratch.remove_tree(plain)
+            copy_ms["tmpfs"].append(1000 * (t1 - t0))
+            copy_ms["plain"].append(1000 * (time.perf_counter() - t1))
     finally:
+        space.close()
         shutil.rmtree(os.path.dirname(repo), ignore_errors=True)
 
     rows = []
@@ -132,6 +154,7 @@ def main() -> None:
         before = statistics.median(rates["before"][name])
         after = statistics.median(rates["after"][name])
         plain = statistics.median(rates["after_no_cgroup"][name])
+        tmpfs = statistics.median(rates["after_tmpfs"][name])
         rows.append(
             {
                 "command": cmd,
@@ -141,6 +164,8 @@ def main() -> None:
                 "ratio_after_over_before": after / before,
                 "after_no_cgroup_per_s": plain,
                 "added_ms_no_cgroup": 1000 / plain - 1000 / before,
+                "after_tmpfs_per_s": tmpfs,
+                "ratio_tmpfs_over_walk": tmpfs / after,
             }
         )
     report = {
@@ -149,6 +174,12 @@ def main() -> None:
         "load_avg_1m_at_end": os.getloadavg()[0],
         "host_uid": os.geteuid(),
         "memory_limit": memory_limit_kind(),
+        "disk_limit": {
+            "after": sandbox.disk_limit_kind,
+            "after_tmpfs": on_tmpfs.disk_limit_kind,
+            "copies": disk_limit_kind(),
+        },
+        "copy_make_and_remove_ms": {k: statistics.median(v) for k, v in copy_ms.items()},
         "rounds": a.rounds,
         "per_round": a.per_round,
         "commands": rows,
@@ -156,12 +187,15 @@ def main() -> None:
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     write_json(a.out, report)
-    print(f"{'command':<28} {'before/s':>9} {'after/s':>9} {'added ms':>9} {'no cgroup/s':>12} {'added ms':>9}")
+    head = f"{'command':<28} {'before/s':>9} {'after/s':>9} {'added ms':>9} {'no cgroup/s':>12} {'added ms':>9}"
+    print(f"{head} {'tmpfs/s':>8} {'tmpfs/walk':>10}")
     for r in rows:
         print(
             f"{r['command']:<28} {r['before_per_s']:>9.1f} {r['after_per_s']:>9.1f} {r['added_ms']:>9.2f}"
             f" {r['after_no_cgroup_per_s']:>12.1f} {r['added_ms_no_cgroup']:>9.2f}"
+            f" {r['after_tmpfs_per_s']:>8.1f} {r['ratio_tmpfs_over_walk']:>10.2f}"
         )
+    print("a copy made and removed, ms:", {k: round(v, 1) for k, v in report["copy_make_and_remove_ms"].items()})
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ HERE = Path(__file__).resolve().parent
 
 def session(turns: int):
     """A recorded exploration session of `turns` turns (real sandbox outputs)."""
-    from terminalworld.corpus.recorder import TreeIndex, record_one
+    from terminalworld.corpus.exploration import TreeIndex
+    from terminalworld.corpus.recorder import record_one
     from terminalworld.env.codetrees import discover_code_trees
     from terminalworld.env.sandbox import SandboxConfig
 

@@ -141,3 +141,50 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
     assert str(repo) not in out["survive"][0]
     assert out["key"][0] == "-1 Operation not permitted\n"
     assert "disk" in out["deep"][2] and "disk" in out["links"][2]
+
+
+COPY_CALLER = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from terminalworld.env import copies
+from terminalworld.env.sandbox import Sandbox, SandboxConfig, disk_limit_kind
+config = SandboxConfig(timeout_s=20, disk_bytes=10 << 20, memory_bytes=256 << 20)
+out = {"kind": disk_limit_kind()}
+with copies.repo_copy(sys.argv[2], prefix="tw-unpriv-", dir=sys.argv[3], disk_bytes=config.disk_bytes) as repo:
+    out["mount"] = copies.mount_of(repo)
+    sandbox = Sandbox(repo, config)
+    out["sandbox"] = sandbox.disk_limit_kind
+    for name, command in json.loads(sys.argv[4]).items():
+        r = Sandbox(repo, config).run(command)
+        out[name] = [r.output, r.returncode, list(r.limits)]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(_usable() is not None, reason=str(_usable()))
+def test_an_unprivileged_callers_copies_fall_back_to_the_walk(repo, workdir):
+    place = workdir / "copies"
+    place.mkdir()
+    os.chown(place, UID, UID)
+    deep = "import os\nfor _ in range(2100):\n    os.mkdir('ab'); os.chdir('ab')\nopen('f', 'wb').write(b'x' * (40 << 20))\n"
+    commands = {
+        "flood": "dd if=/dev/zero of=big bs=1M count=200 2>&1 | tail -1; sleep 5",
+        "deep": f'python3 -c "{deep}"',
+    }
+    proc = subprocess.run(
+        [PYTHON, "-c", COPY_CALLER, str(SRC), str(repo), str(place), json.dumps(commands)],
+        user=UID,
+        group=UID,
+        extra_groups=[],
+        env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
+        cwd=str(workdir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["kind"] == "walk" and out["mount"] is None and out["sandbox"] == "walk"
+    assert out["flood"][1] == 137 and "disk" in out["flood"][2]
+    assert out["deep"][1] == 137 and "disk" in out["deep"][2]
+    assert os.listdir(place) == [] and host_processes_with("tw-unpriv-") == []

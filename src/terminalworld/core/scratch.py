@@ -5,17 +5,32 @@ same prefix in the same folder first removes those whose process no longer exist
 what this uid owns (scratch lives in world-writable places such as /dev/shm). `remove_tree` removes
 a tree a sandboxed command may have filled: from directory descriptors, never following a symlink,
 with one descriptor open however deep it goes (`shutil.rmtree` recurses, and fails past about a
-thousand levels).
+thousand levels); a mount it meets (a copy's own tmpfs, `env.copies`) is unmounted first, without
+following a symlink, so a killed run's mounts go with its folders.
+
+Cleanup at termination: `at_termination` registers what must happen even when the process is ended
+by SIGTERM or SIGHUP (remove a copy, end a sandbox). The handler, installed when this module is
+first imported in the main thread (unless the signal is ignored there; a handler already set is
+called afterwards), runs what is registered, newest first, then lets the signal end the process as
+it would have; atexit runs the same at a normal exit. Only SIGKILL (and a crash) leaves anything, for
+the next run's sweep.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
+import errno
 import functools
+import itertools
 import os
 import re
+import signal
 import stat
 import tempfile
+import threading
+from collections.abc import Callable
 
 _RANDOM = r"(\d+){}[a-z0-9_]{{8}}"  # the pid, a separator, then tempfile's eight random characters
 
@@ -63,6 +78,28 @@ def make_file(prefix: str, folder: str, suffix: str = "") -> tuple[int, str]:
 
 
 _PATH = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+_MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def unmount(fd: int, name: str) -> bool:
+    """Detach the mount on folder `name` in folder `fd`, never following a symlink (the last
+    component is not followed, `fd` is an inode already held). False when it cannot (not a mount,
+    or not allowed)."""
+    if _libc.umount2(f"/proc/self/fd/{fd}/{name}".encode(), _MNT_DETACH | _UMOUNT_NOFOLLOW) == 0:
+        return True
+    if ctypes.get_errno() not in (errno.EINVAL, errno.EPERM, errno.ENOENT):
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), name)
+    return False
+
+
+def _folder(fd: int, name: str) -> int:
+    """An O_PATH descriptor of folder `name` in folder `fd`, unmounted first if something is mounted
+    there (a host mount: a sandboxed command cannot mount anything on the host)."""
+    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    if stat.S_ISDIR(st.st_mode) and st.st_dev != os.fstat(fd).st_dev:
+        unmount(fd, name)
+    return os.open(name, _PATH, dir_fd=fd)
 
 
 def _names(fd: int) -> list[str]:
@@ -84,7 +121,7 @@ def remove_tree(path: str) -> None:
     parent = os.open(os.path.dirname(os.path.abspath(path)), _PATH)
     try:
         try:
-            fd = os.open(os.path.basename(path), _PATH, dir_fd=parent)
+            fd = _folder(parent, os.path.basename(path))
         except FileNotFoundError:
             return
         except OSError:  # not a folder: a file or a symlink
@@ -99,7 +136,7 @@ def remove_tree(path: str) -> None:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                     if not stat.S_ISDIR(st.st_mode):
                         os.unlink(name, dir_fd=fd)
-                    elif (child := os.open(name, _PATH, dir_fd=fd)) is not None:
+                    elif (child := _folder(fd, name)) is not None:
                         below.append(name)
                         break
                 except FileNotFoundError:
@@ -120,3 +157,59 @@ def remove_tree(path: str) -> None:
                 os.rmdir(below.pop(), dir_fd=fd)
     finally:
         os.close(parent)
+
+
+_pending: dict[int, Callable[[], None]] = {}
+_tokens = itertools.count()
+_lock = threading.Lock()
+
+
+def at_termination(fn: Callable[[], None]) -> int:
+    """Run `fn` if the process ends (SIGTERM, SIGHUP, exit) before `done` is called with the token."""
+    with _lock:
+        token = next(_tokens)
+        _pending[token] = fn
+    return token
+
+
+def done(token: int) -> None:
+    """Forget what `at_termination` registered under `token` (it has been done)."""
+    with _lock:
+        _pending.pop(token, None)
+
+
+def _run_pending() -> None:
+    while True:
+        with _lock:
+            if not _pending:
+                return
+            fn = _pending.pop(max(_pending))
+        with contextlib.suppress(Exception):  # one failure must not keep the rest from running
+            fn()
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    _run_pending()
+    previous = _previous.get(signum)
+    if callable(previous):
+        previous(signum, frame)
+        return
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _forget_in_child() -> None:
+    """A forked child owns none of its parent's copies or sandboxes (and a fresh lock)."""
+    global _lock
+    _lock = threading.Lock()
+    _pending.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+_previous: dict[int, object] = {}
+if threading.current_thread() is threading.main_thread():
+    for _sig in (signal.SIGTERM, signal.SIGHUP):
+        if (_was := signal.getsignal(_sig)) is not signal.SIG_IGN:
+            _previous[_sig] = _was
+            signal.signal(_sig, _on_signal)
+atexit.register(_run_pending)

@@ -11,16 +11,15 @@ probe generator (`sim.probes`) both act through it.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from terminalworld.core import scratch
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.corpus.actions import Step, workspace_root
-from terminalworld.env.codetrees import CodeTree, materialize, normalize_times
+from terminalworld.env import copies
+from terminalworld.env.codetrees import CodeTree, materialize, materialized_bytes, normalize_times
 from terminalworld.env.sandbox import CommandResult, Sandbox, SandboxConfig
 
 _DEF = re.compile(r"^(\s*)(def|class)\s+([A-Za-z_]\w*)")
@@ -269,9 +268,8 @@ class Policy:
 def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: SandboxConfig) -> list[CommandResult]:
     """Run `commands` in order in one sandbox over a fresh copy of `tree` (removed afterwards), file
     times pinned after each so that listings do not depend on when they ran."""
-    work = scratch.make_dir("tw-rec-", workspace_root())
-    os.chmod(work, 0o711)  # a root host runs the sandbox as an unprivileged uid, which must reach the repo
-    try:
+    content, cap = materialized_bytes(tree), sandbox_config.disk_bytes
+    with copies.copy_space("tw-rec-", dir=workspace_root(), content_bytes=content, disk_bytes=cap) as work:
         repo_dir = materialize(tree, Path(work) / "repo")
         sandbox = Sandbox(str(repo_dir), sandbox_config)
         results = []
@@ -279,5 +277,3 @@ def run_on_fresh_copy(tree: CodeTree, commands: list[str], sandbox_config: Sandb
             results.append(sandbox.run(command))
             normalize_times(repo_dir)
         return results
-    finally:
-        scratch.remove_tree(work)

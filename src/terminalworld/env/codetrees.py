@@ -112,6 +112,12 @@ def normalize_times(root: str | Path) -> None:
         os.utime(folder, (FIXED_EPOCH, FIXED_EPOCH))
 
 
+def materialized_bytes(tree: CodeTree) -> int:
+    """At least what `materialize` writes, as a disk cap counts it: the working tree and git's copy of
+    it, each name a page, plus git's own few files."""
+    return 2 * sum(os.path.getsize(src) + 4096 for src, _ in tree.files) + (1 << 20)
+
+
 def materialize(tree: CodeTree, dest: str | Path) -> Path:
     """Copy `tree` into `dest` as a git repository with one fixed commit. Files are created in
     sorted order so directory listings of order-preserving file systems are reproducible."""

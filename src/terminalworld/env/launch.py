@@ -24,6 +24,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
+from terminalworld.core import scratch
 from terminalworld.env import cgroup, seccomp
 from terminalworld.errors import SandboxUnavailable
 
@@ -45,9 +46,12 @@ class Launched:
     proc: subprocess.Popen
     init: int | None
     group: cgroup.Group | None
+    token: int | None = None  # its entry in `scratch.at_termination`, which ends it at SIGTERM
 
     def end(self) -> None:
         """Kill every process of the sandbox and return once all are gone (reaped, group empty)."""
+        if self.token is not None:
+            scratch.done(self.token)
         if self.init is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(self.init, signal.SIGKILL)
@@ -106,6 +110,7 @@ def launch(
         for fd in (args, filt, info_w, block_r):
             os.close(fd)
     launched = Launched(proc, None, group)
+    launched.token = scratch.at_termination(launched.end)
     try:
         info = b""
         while chunk := os.read(info_r, 4096):

@@ -6,7 +6,7 @@ user space counts. It must not read host secrets, write outside its repository c
 folders), reach a network, keep or regain a privilege, exhaust the host's memory, processes, disk or
 CPU, outlive its command, forge a reward, or drive the operator's terminal. Not defended: kernel
 exploits (the kernel is shared) and timing side channels; /proc/self/mountinfo still names the host
-folders bound in (bwrap cannot hide a bind mount's source).
+folders bound in (bwrap cannot hide a bind mount's source) but those on a copy's own tmpfs.
 
 Each command gets fresh user, mount, pid, network, IPC, UTS and cgroup namespaces, no capability,
 no_new_privs, and a seccomp filter (`env.seccomp`: no ptrace or process-memory calls, no kernel
@@ -25,16 +25,19 @@ did to its processes, and `run` returns only once that pid 1 has exited (every p
 namespace reaped) and, with a cgroup, the group is empty. Only then does host-side code touch the
 copy, and every walk of it (`env.walk`: hand-over, hand-back, disk accounting, downloads) goes
 through directory descriptors that never follow a symlink, reach any depth, and skip entries that
-vanish; the hand-back clears setuid and setgid bits.
+vanish; the hand-back clears setuid and setgid bits. A process ended by SIGTERM or SIGHUP first
+ends its running sandboxes and removes its copies and their mounts (`core.scratch`); what a SIGKILL
+leaves, the next run sweeps.
 
-Limits, each named by a note after the output: wall time; memory (with the cgroup v1 memory
-controller, on a root host that has it, over the whole command with memfd and shared memory
-charged, plus RLIMIT_AS per process; see `memory_limit_kind`); processes (RLIMIT_NPROC, per
-sandbox since Linux 5.14 as each has its own user namespace, per host uid before); disk (the copy may
-grow by `disk_bytes`, measured while the command runs and after, each name counting 4 KiB and each
-inode's blocks once; files are capped at `max_file_bytes`); CPU (RLIMIT_CPU per process). The disk
-cap is measured, not a property of the filesystem (the copy lives where the caller put it).
-Sandboxed processes are the OOM killer's first pick.
+Limits, each named by a note after the output: wall time; memory (with a cgroup memory controller,
+v1 or v2, on a root host that has one, over the whole command with memfd and shared memory charged,
+plus RLIMIT_AS per process; see `memory_limit_kind`); processes (RLIMIT_NPROC, per sandbox since
+Linux 5.14 as each has its own user namespace, per host uid before); disk (the copy may grow by
+`disk_bytes`, each name counting 4 KiB; see `disk_limit_kind`: on a copy made by `env.copies` on a
+root host, a property of the copy's own tmpfs, which answers ENOSPC, and the note comes when the
+command leaves it full; else measured by walks while the command runs and after, each inode's
+blocks once, the command killed past the cap); files are capped at `max_file_bytes`; CPU
+(RLIMIT_CPU per process). Sandboxed processes are the OOM killer's first pick.
 
 Output keeps head and tail like SWE-ZERO (`... (output truncated, N chars elided) ...`), counted
 exactly; the environment is fixed (LC_ALL=C, TZ=UTC, HOME, PATH). bwrap is the static binary of
@@ -45,7 +48,6 @@ without user namespaces before any work starts.
 from __future__ import annotations
 
 import atexit
-import codecs
 import contextlib
 import functools
 import os
@@ -60,7 +62,8 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 
-from terminalworld.env import cgroup, launch, walk
+from terminalworld.env import cgroup, copies, launch, walk
+from terminalworld.env.output import Output
 from terminalworld.errors import InputError, SandboxUnavailable
 
 REPO_MOUNT = "/testbed"
@@ -86,7 +89,7 @@ class SandboxConfig:
     home: str = "/tmp/home"
     memory_bytes: int = 2 << 30
     max_processes: int = 256
-    disk_bytes: int = 1 << 30
+    disk_bytes: int = copies.DISK_BYTES
     disk_poll_s: float = 0.1
     cpu_s: int = 60
     tmp_bytes: int = 256 << 20  # each of /tmp and /dev/shm, which live in memory
@@ -101,7 +104,7 @@ class SandboxConfig:
 @dataclass(frozen=True)
 class CommandResult:
     """Output (stdout and stderr interleaved, truncated, limit notes appended), exit status (124
-    after the time limit, 137 when stopped for disk) and the limits the command hit."""
+    after the time limit, 137 when stopped for disk by a walk) and the limits the command hit."""
 
     output: str
     returncode: int
@@ -111,10 +114,16 @@ class CommandResult:
 
 
 def memory_limit_kind() -> str:
-    """The memory limit in force: "cgroup-v1", over all of a command's memory (memfd and shared
-    memory included) by the v1 memory controller, plus RLIMIT_AS per process; else "rlimit",
-    RLIMIT_AS per process only (an unprivileged caller, or a host without a usable v1 hierarchy)."""
-    return "cgroup-v1" if cgroup.parents() is not None else "rlimit"
+    """The memory limit in force: "cgroup-v1" or "cgroup-v2", over all of a command's memory (memfd
+    and shared memory included) by that hierarchy's memory controller, plus RLIMIT_AS per process;
+    else "rlimit", RLIMIT_AS per process only (an unprivileged caller, or no usable hierarchy)."""
+    found = cgroup.hierarchy()
+    return f"cgroup-v{found.version}" if found is not None else "rlimit"
+
+
+def disk_limit_kind() -> str:
+    """The disk cap of copies made by `env.copies` here: "tmpfs" (the kernel's) or "walk" (measured)."""
+    return copies.disk_limit_kind()
 
 
 def bwrap_path(choice: str | None = None) -> str:
@@ -255,29 +264,6 @@ def check_available(config: SandboxConfig | None = None) -> None:
         raise SandboxUnavailable(problem)
 
 
-class _Output:
-    """Incremental UTF-8 decoding that keeps what the truncation shows: the first head+tail
-    characters, the last `tail` ones, and the exact number of characters."""
-
-    def __init__(self, head: int, tail: int):
-        self.head, self.tail, self.first, self.last, self.total = head, tail, "", "", 0
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-    def feed(self, data: bytes, final: bool = False) -> None:
-        text = self._decoder.decode(data, final)
-        self.total += len(text)
-        self.first += text[: max(0, self.head + self.tail - len(self.first))]
-        self.last = (self.last + text)[-self.tail :] if self.tail else ""
-
-    def render(self) -> tuple[str, int]:
-        """The output as the agent sees it, and how many characters were elided."""
-        self.feed(b"", final=True)
-        if self.total <= self.head + self.tail:
-            return self.first, 0
-        elided = self.total - self.head - self.tail  # SWE-ZERO's layout, to the character
-        return f"{self.first[: self.head]}\n\n... (output truncated, {elided} chars elided) ...\n\n{self.last}", elided
-
-
 # Whole error lines with which programs report a failed allocation or fork (not text mentioning them).
 _MEMORY_ERRORS = re.compile(
     r"^(?:MemoryError\b|[^\s:]+: (?:[^\n]*: )?(?:memory exhausted|Cannot allocate memory|out of memory)$"
@@ -324,7 +310,10 @@ class Sandbox:
         mounts = ["--bind", self.repo_dir, REPO_MOUNT]
         mounts += [a for inside, host in sorted(self.binds.items()) for a in ("--bind", host, inside)]
         self._options = _sandbox_args(config, self._ident, mounts)
-        self._grouped = config.memory_cgroup and self._ident is not None and cgroup.parents() is not None
+        self._grouped = config.memory_cgroup and self._ident is not None and cgroup.hierarchy() is not None
+        mounts = [copies.mount_of(p) for p in [self.repo_dir, *self.binds.values()]]
+        self._mounts = sorted(set(mounts)) if None not in mounts and os.geteuid() == 0 else []
+        self.disk_limit_kind = "tmpfs" if self._mounts else "walk"  # per sandbox: its folders decide
         self.claim_repo()
 
     def give_back(self, uid: int, gid: int) -> None:
@@ -347,11 +336,14 @@ class Sandbox:
 
     def claim_repo(self) -> None:
         """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
-        and take their size as the base of the disk cap. Call it again after the host adds files."""
+        and take their size as the base of the disk cap (fitting their tmpfs caps to it). Call it
+        again after the host adds files."""
         if self._ident:
             for path in [self.repo_dir, *self.binds.values()]:
                 walk.give_tree(path, *self._ident)
-        self._base_bytes = self._bytes(unlock=True)
+        for mount in self._mounts:
+            copies.fit(mount, self.config.disk_bytes)
+        self._base_bytes = 0 if self._mounts else self._bytes(unlock=True)
 
     def argv(self, command: str) -> list[str]:
         """What bwrap runs inside for `command`: an outer shell sets the limits (no capability inside
@@ -386,8 +378,9 @@ class Sandbox:
             raise
         proc = started.proc
         assert proc.stdout is not None
-        fd, out = proc.stdout.fileno(), _Output(cfg.head_chars, cfg.tail_chars)
-        deadline, next_poll, stopped = start + cfg.timeout_s, start + cfg.disk_poll_s, "error"
+        fd, out = proc.stdout.fileno(), Output(cfg.head_chars, cfg.tail_chars)
+        poll = cfg.disk_poll_s if not self._mounts else cfg.timeout_s + 1.0
+        deadline, next_poll, stopped = start + cfg.timeout_s, start + poll, "error"
         try:
             while True:
                 now = time.monotonic()
@@ -416,11 +409,14 @@ class Sandbox:
             proc.stdout.close()
         returncode = proc.returncode
         output, elided = out.render()
-        grown = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes
+        if self._mounts:
+            over = any(copies.full(m) for m in self._mounts)
+        else:
+            over = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes > cfg.disk_bytes
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
-            "disk": stopped == "disk" or grown > cfg.disk_bytes,
+            "disk": stopped == "disk" or over,
             "memory": oom_kills > 0 or bool(_MEMORY_ERRORS.search(seen)),
             "processes": bool(_FORK_ERRORS.search(seen)),
             "cpu": returncode == 128 + signal.SIGXCPU or "CPU time limit exceeded" in seen,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from terminalworld.core import scratch
-from terminalworld.env import walk
+from terminalworld.env import copies, walk
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.errors import InputError, VerifierError
 
@@ -125,21 +125,17 @@ def write_task(
 
 @contextlib.contextmanager
 def repo_copy(task_dir: Path, *, prefix: str = "tw-task-", dir: str | None = None) -> Iterator[Path]:
-    """A private copy of the task's repository in a folder every uid may traverse (a root host runs
-    the sandbox as an unprivileged uid), removed afterwards."""
-    tmp = scratch.make_dir(prefix, dir)
-    try:
-        os.chmod(tmp, 0o711)
-        repo = Path(tmp, "repo")
-        shutil.copytree(task_dir / REPO_DIR, repo, symlinks=True)
-        yield repo
-    finally:
-        scratch.remove_tree(tmp)
+    """A private copy of the task's repository (`env.copies`: on its own capped tmpfs where the host
+    allows), which the verifier's folders join, removed afterwards."""
+    with copies.repo_copy(str(task_dir / REPO_DIR), prefix=prefix, dir=dir) as repo:
+        yield Path(repo)
 
 
 def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: SandboxConfig | None = None) -> float:
     """The reward of `repo_dir` (changed in place) under the task's tests, optionally after running
     the task's `solution/solve.sh` first: Harbor's verifier steps, each command in the sandbox."""
+    harness = [task_dir / "tests", task_dir / "solution"]
+    copies.make_room(os.path.dirname(repo_dir), sum(walk.tree_bytes(str(d)) for d in harness) + walk.ENTRY_BYTES * 4)
     tmp = scratch.make_dir("tw-verify-", os.path.dirname(repo_dir))
     try:
         os.chmod(tmp, 0o711)

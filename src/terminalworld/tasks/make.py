@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,7 +33,16 @@ from tqdm import tqdm
 
 from terminalworld.core.formats import iter_trajectories
 from terminalworld.core.records import Tally, tallied, write_json
-from terminalworld.env.codetrees import CodeTree, discover_code_trees, git, materialize, module_name, normalize_times
+from terminalworld.env import copies
+from terminalworld.env.codetrees import (
+    CodeTree,
+    discover_code_trees,
+    git,
+    materialize,
+    materialized_bytes,
+    module_name,
+    normalize_times,
+)
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
@@ -237,10 +245,8 @@ def _write(
     )
     checks = {}
     for check, repo, solve in (("original", work / "orig", False), ("bugged", None, False), ("oracle", None, True)):
-        copy = work / f"check-{check}"
-        shutil.copytree(repo or staging / layout.REPO_DIR, copy, symlinks=True)
-        checks[check] = layout.verify(staging, copy, solve=solve)
-        shutil.rmtree(copy)
+        with copies.repo_copy(str(repo or staging / layout.REPO_DIR), prefix="tw-check-", dir=str(work)) as copy:
+            checks[check] = layout.verify(staging, Path(copy), solve=solve)
     if checks != {"original": 1.0, "bugged": 0.0, "oracle": 1.0}:
         shutil.rmtree(staging)
         return None
@@ -271,12 +277,10 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     dropped: Counter = Counter()
 
     def job(tree: CodeTree) -> tuple[list[dict], Counter]:
-        work = Path(tempfile.mkdtemp(prefix="tw-tasks-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
-        os.chmod(work, 0o711)
-        try:
-            return _try_repo(tree, cfg, work, out)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        # The probe's sandbox writes in the work folder, so it is a copy too; each check gets its own.
+        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+        with copies.copy_space("tw-tasks-", dir=base, content_bytes=materialized_bytes(tree)) as work:
+            return _try_repo(tree, cfg, Path(work), out)
 
     tried = 0
     with tqdm(total=cfg.n, desc="tasks", unit="task") as bar, ThreadPoolExecutor(workers) as pool:

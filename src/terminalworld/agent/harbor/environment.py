@@ -25,6 +25,7 @@ leaves its command to that limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shlex
@@ -40,7 +41,7 @@ from terminalworld.agent.chat_client import chat_completion
 from terminalworld.core import scratch
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.core.views import sim_messages
-from terminalworld.env import walk
+from terminalworld.env import copies, walk
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.tasks.layout import read_reward
@@ -57,6 +58,7 @@ class SandboxEnvironment(BaseEnvironment):
         super().__init__(*args, **kwargs)
         self._config = SandboxConfig(bwrap=bwrap, timeout_s=command_timeout_s)
         self._root: Path | None = None
+        self._space = contextlib.ExitStack()  # the trial's copy (`env.copies`), removed at stop()
         self._sandbox: Sandbox | None = None
 
     @staticmethod
@@ -91,9 +93,10 @@ class SandboxEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         """Make the trial's folders (the repository copy and the bound ones) and its sandbox."""
         base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self._root = Path(scratch.make_dir("tw-harbor-", base))
-        os.chmod(self._root, 0o711)  # a root host runs the sandbox as an unprivileged uid
         repo = self.environment_dir / "repo"
+        content = walk.tree_bytes(str(repo)) if repo.is_dir() else 0
+        space = copies.copy_space("tw-harbor-", dir=base, content_bytes=content, disk_bytes=self._config.disk_bytes)
+        self._root = Path(self._space.enter_context(space))
         if repo.is_dir():
             shutil.copytree(repo, self._host(REPO_MOUNT), symlinks=True)
         else:
@@ -104,9 +107,14 @@ class SandboxEnvironment(BaseEnvironment):
         self._sandbox = await asyncio.to_thread(Sandbox, str(self._host(REPO_MOUNT)), self._config, binds=binds)
 
     async def stop(self, delete: bool) -> None:
-        """Remove the trial's folders when `delete`."""
-        if self._root is not None and delete:
-            scratch.remove_tree(str(self._root))
+        """Remove the trial's folders when `delete` (otherwise when this process exits)."""
+        if delete:
+            self._space.close()
+
+    def _make_room(self, source: str) -> None:
+        """Room for an upload in the trial's copy, however full a command left it."""
+        size = walk.tree_bytes(source) if os.path.isdir(source) else os.path.getsize(source) + walk.ENTRY_BYTES
+        copies.make_room(str(self._root), size + 8 * walk.ENTRY_BYTES)
 
     async def _claim(self) -> None:
         assert self._sandbox is not None
@@ -114,6 +122,7 @@ class SandboxEnvironment(BaseEnvironment):
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         """Copy a host file to a sandbox path."""
+        self._make_room(str(source_path))
         walk.copy_in(str(source_path), *self._place(target_path))
         await self._claim()
 
@@ -124,6 +133,7 @@ class SandboxEnvironment(BaseEnvironment):
             top, below = self._place(VERIFIER_DIR)
             scratch.remove_tree(os.path.join(top, below))
             os.mkdir(os.path.join(top, below))
+        self._make_room(str(source_dir))
         walk.copy_in(str(source_dir), *self._place(target_dir))
         await self._claim()
 

@@ -1,0 +1,135 @@
+"""Repository copies a sandbox may write, each on a filesystem that carries its disk cap.
+
+Every copy a sandbox works in is made here (`copy_space`, `repo_copy`). Where the caller may mount
+(root), the copy's private folder `<dir>/<prefix><pid>-<random>` is first made the mount point of
+its own tmpfs, sized to what the host puts there plus the disk cap, with an inode cap of one inode
+per `walk.ENTRY_BYTES` of cap on top of what is there, so that floods of empty files, folders (a tree
+deeper than PATH_MAX) or hard links (tmpfs charges each link an inode) meet it too; the sandbox then
+fits both caps to what the copy holds when it takes the copy over (`fit`). The kernel answers a
+write past the cap with ENOSPC, however the command writes and however deep, while it runs and after;
+nothing polls. The mount is nosuid and nodev, so a setuid file made inside means nothing on the
+host even before the hand-back clears the bit. tmpfs lives in memory, like the /dev/shm the copies
+lived in before; its pages are charged to the memory cgroup of the command that writes them.
+
+Where mounting is refused (an unprivileged caller), the copy is a plain folder and the sandbox
+measures it with descriptor-based walks while the command runs and after (`env.walk`);
+`disk_limit_kind` says which a copy made here gets.
+
+A copy is removed when its `with` block ends, at SIGTERM or SIGHUP through `core.scratch`'s
+termination handler, and otherwise (SIGKILL) by the next copy made with the same prefix in the same
+folder, which unmounts and removes what dead processes left (`core.scratch`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+from terminalworld.core import scratch
+from terminalworld.env import walk
+
+DISK_BYTES = 1 << 30  # the default disk cap: how much a command may add to a copy
+SOURCE = "terminalworld-copy"  # the mounts' source name, which tells them from any other tmpfs
+_NOSUID, _NODEV, _REMOUNT = 2, 4, 32
+_FREE_BYTES, _FREE_INODES = 16 * 4096, 16  # below these a copy is full: the kernel refused a write
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(folder: str, size: int, inodes: int, *, remount: bool = False) -> None:
+    options = f"size={size},nr_inodes={inodes}" + ("" if remount else ",mode=0711")
+    flags = _NOSUID | _NODEV | (_REMOUNT if remount else 0)
+    if _libc.mount(SOURCE.encode(), folder.encode(), b"tmpfs", flags, options.encode()) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), folder)
+
+
+@functools.cache
+def disk_limit_kind() -> str:
+    """The disk cap copies made here get: "tmpfs", each copy its own size- and inode-capped tmpfs,
+    enforced by the kernel; "walk", a plain folder measured by the sandbox (mounting refused)."""
+    folder = tempfile.mkdtemp(prefix="tw-mount-probe-")
+    try:
+        _mount(folder, 4096, 16)
+    except OSError:
+        return "walk"
+    else:
+        scratch.remove_tree(folder)
+        return "tmpfs"
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.rmdir(folder)
+
+
+@contextlib.contextmanager
+def copy_space(
+    prefix: str, *, dir: str | None = None, content_bytes: int, disk_bytes: int = DISK_BYTES
+) -> Iterator[str]:
+    """A private folder (mode 0711: a root host's sandbox uid must reach what is inside) for one
+    repository copy and the folders bound beside it, removed with everything in it afterwards.
+    `content_bytes`: at least what the host will put there (as `walk.tree_bytes` counts it)."""
+    folder = scratch.make_dir(prefix, dir)
+    token = scratch.at_termination(functools.partial(scratch.remove_tree, folder))
+    try:
+        if disk_limit_kind() == "tmpfs":
+            room = content_bytes + disk_bytes
+            _mount(folder, room, room // walk.ENTRY_BYTES + 64)
+        os.chmod(folder, 0o711)
+        yield folder
+    finally:
+        scratch.remove_tree(folder)
+        scratch.done(token)
+
+
+@contextlib.contextmanager
+def repo_copy(source: str, *, prefix: str, dir: str | None = None, disk_bytes: int = DISK_BYTES) -> Iterator[str]:
+    """A copy of folder `source` (symlinks as symlinks) at `<copy_space>/repo`."""
+    with copy_space(prefix, dir=dir, content_bytes=walk.tree_bytes(source), disk_bytes=disk_bytes) as folder:
+        repo = os.path.join(folder, "repo")
+        shutil.copytree(source, repo, symlinks=True)
+        yield repo
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def mount_of(path: str) -> str | None:
+    """The mount point of the copy's tmpfs that folder `path` (a host-chosen path) lives on, or None
+    when it is on any other filesystem."""
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields, _, fs = line.partition(" - ")
+            parts, fs_parts = fields.split(), fs.split()
+            if parts[2] == dev and fs_parts[:2] == ["tmpfs", SOURCE]:
+                return _unescape(parts[4])
+    return None
+
+
+def fit(mount: str, disk_bytes: int) -> None:
+    """Cap copy mount `mount` at what it holds now plus `disk_bytes`, and its inodes at those in use
+    plus one per `walk.ENTRY_BYTES` of `disk_bytes`. Only while no command runs in it."""
+    st = os.statvfs(mount)
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    _mount(mount, used + disk_bytes, st.f_files - st.f_ffree + disk_bytes // walk.ENTRY_BYTES + 1, remount=True)
+
+
+def make_room(path: str, nbytes: int) -> None:
+    """Let the host add `nbytes` (as `walk.tree_bytes` counts them) to the copy folder `path` lives
+    on, whatever a command left there; a sandbox fits the caps again when it takes the copy over. A
+    no-op on any other filesystem."""
+    if (mount := mount_of(path)) is not None:
+        fit(mount, nbytes)
+
+
+def full(mount: str) -> bool:
+    """Whether copy mount `mount` is (nearly) out of space or inodes: a write was refused."""
+    st = os.statvfs(mount)
+    return st.f_bavail * st.f_frsize < _FREE_BYTES or st.f_favail < _FREE_INODES
