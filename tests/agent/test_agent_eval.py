@@ -202,17 +202,20 @@ def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task
     fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{solution_patch(one / task)}EOF\n```"
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps({"*": [fix, "THOUGHT: check.\n\n```bash\ngit diff --stat\n```"]}))
+    from terminalworld.sim.harbor_loop import agent_grade
+
     out = tmp_path / "hybrid"
-    s = _run(
-        one,
-        out,
-        "scripted",
+    cfg = AgentEvalConfig(
+        tasks=str(one),
+        out=str(out),
+        agent="scripted",
         replies=str(replies),
         environment="simulated",
         simulator="smollm2",
         simulator_tokens=8,
         grounding="hybrid",
     )
+    s = agent_grade(cfg)
     assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == "hybrid"
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
     assert [t["route"] for t in episode["turns"]] == ["exact", "exact"]

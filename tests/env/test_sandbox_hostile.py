@@ -145,7 +145,9 @@ def test_paths_beyond_path_max_count_against_the_disk_cap_and_are_handed_back(re
     )
     (repo / "deep.py").write_text(deep)
     r = make(repo, uid, disk_bytes=10 << 20).run("python3 deep.py")
-    assert "disk" in r.limits and r.returncode == 137
+    # A plain folder is the walk's (the kernel's cap on a copy's own tmpfs is test_sandbox_copies'):
+    # the walk polls, so a write faster than a poll ends first, and the growth is still counted.
+    assert "disk" in r.limits and r.returncode in (0, 137)
     make(repo, uid).give_back(owner.st_uid, owner.st_gid)
     found = subprocess.run(
         ["find", str(repo), "-perm", "/6000", "-o", "!", "-uid", str(owner.st_uid)], capture_output=True

@@ -556,6 +556,6 @@ def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2
     assert all(x["skipped"].startswith("empty target observation") for x in lines[-2:])
     assert summary["n_scored"] == len(rows) and summary["worst"]["instance_id"] not in ("empty", "blank")
     alone = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(tmp_path / "alone.jsonl")))
-    assert {k: summary[k] for k in ("ppl", "median_ppl", "worst")} == {
-        k: alone[k] for k in ("ppl", "median_ppl", "worst")
+    assert {k: summary[k] for k in ("token_weighted_ppl", "median_ppl", "worst")} == {
+        k: alone[k] for k in ("token_weighted_ppl", "median_ppl", "worst")
     }

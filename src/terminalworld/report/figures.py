@@ -53,6 +53,7 @@ def log_axis(axis, most: int = 6) -> None:
         ticks = [m * 10.0**k for k in decades for m in subs if low <= m * 10.0**k <= high]
         if len(ticks) >= 3:
             break
-    axis.set_major_locator(FixedLocator(ticks[:: math.ceil(len(ticks) / most)]))
+    ticks = ticks or sorted({low, high})  # a range too narrow for any mantissa: label its ends
+    axis.set_major_locator(FixedLocator(ticks[:: max(1, math.ceil(len(ticks) / most))]))
     axis.set_major_formatter(FuncFormatter(_number))
     axis.set_minor_formatter(NullFormatter())
