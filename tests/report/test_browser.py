@@ -80,8 +80,8 @@ def _machine_paths(text: str, local: list[str]) -> list[str]:
 
 
 def test_machine_path_finder_sees_the_paths_a_page_must_not_show():
-    snapshot_from = json.loads((SNAPSHOT / "snapshot.json").read_text())["from"]
-    assert _machine_paths(f"From `{snapshot_from[0]}`.", []) == [snapshot_from[0]]
+    built_from = "/work/main/local-prefix/terminalworld/reports/world-model-probe/2026.12.03"  # as pages once said
+    assert _machine_paths(f"From `{built_from}`.", []) == [built_from]
     assert _machine_paths("MARIN_PREFIX=/home/me/local-prefix uv run", []) == ["/home/me/local-prefix"]
     assert _machine_paths("x at /srv/ci/checkout", ["/srv/ci"]) == ["/srv/ci", "/srv/ci/checkout"]
     shown = "`{MARIN_PREFIX}/terminalworld/reports/x/1`, /testbed, /logs/verifier/reward.txt, gs://b/tmp/x"
