@@ -201,12 +201,12 @@ def _split_commas(values: list[str] | None) -> list[str] | None:
     return [v for item in values for v in item.split(",") if v]
 
 
-def add_options(parser: argparse.ArgumentParser, cls: type, *, skip: Sequence[str] = ()) -> None:
+def add_options(parser: argparse.ArgumentParser, cls: type) -> None:
     """Add one flag per CLI field of dataclass `cls` to `parser`."""
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         meta = f.metadata
-        if f.name in skip or not meta.get("cli", True):
+        if not meta.get("cli", True):
             continue
         tp, _ = _unwrap_optional(hints[f.name])
         value_type = _value_type(f.name.replace("_", "-"), tp, meta)
@@ -295,12 +295,12 @@ def check_paths(cfg: Any) -> None:
         check_outputs(outputs, inputs)
 
 
-def from_args[T](cls: type[T], args: argparse.Namespace, **fixed: Any) -> T:
+def from_args[T](cls: type[T], args: argparse.Namespace) -> T:
     """An instance of `cls` from parsed flags (absent ones keep the dataclass default)."""
     hints = typing.get_type_hints(cls)
-    values: dict[str, Any] = dict(fixed)
+    values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if f.name in values or not hasattr(args, f.name):
+        if not hasattr(args, f.name):
             continue
         value = getattr(args, f.name)
         tp, _ = _unwrap_optional(hints[f.name])
