@@ -80,7 +80,7 @@ def _machine_paths(text: str, local: list[str]) -> list[str]:
 
 
 def test_machine_path_finder_sees_the_paths_a_page_must_not_show():
-    built_from = "/work/main/local-prefix/terminalworld/reports/world-model-probe/2026.12.03"  # as pages once said
+    built_from = "/srv/checkout/local-prefix/terminalworld/reports/world-model-probe/2026.12.03"  # as pages once said
     assert _machine_paths(f"From `{built_from}`.", []) == [built_from]
     assert _machine_paths("MARIN_PREFIX=/home/me/local-prefix uv run", []) == ["/home/me/local-prefix"]
     assert _machine_paths("x at /srv/ci/checkout", ["/srv/ci"]) == ["/srv/ci", "/srv/ci/checkout"]
