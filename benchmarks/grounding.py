@@ -4,8 +4,8 @@ grounding mode on the same rows, and the hybrid router's exactly served share.
 Data, made with the project's own commands (sizes as measured; CPU-sized):
 
     terminalworld corpus record --out DATA/corpus --trajectories 40 --shard-size 40 --max-output-chars 1000
-    terminalworld heldout --corpus 'DATA/corpus/*.jsonl.gz' --train EMPTY.jsonl --out DATA/heldout.jsonl \
-        --n 24 --context-turns 3 --seed 42        # the demo's held-out shape: 3 context turns, 1,000-char outputs
+    terminalworld heldout --corpus 'DATA/corpus/*.jsonl.gz' --out DATA/heldout.jsonl \
+        --n 24 --context-turns 3 --seed 42        # zero-shot (no --train); the demo's shape: 3 context turns
     terminalworld probes make --out DATA/probes.jsonl --n 20 --max-output-chars 1000
 
 Scores and fidelity, per MODE in none, retrieved, replayed, hybrid (a 1,024-token block):

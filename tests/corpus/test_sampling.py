@@ -75,6 +75,18 @@ def test_heldout_has_no_training_overlap_and_the_seeds_schema(corpus_glob, tmp_p
     assert Path(again).read_bytes() == Path(out).read_bytes()
 
 
+def test_heldout_without_training_files_is_zero_shot_but_an_empty_file_is_refused(corpus_glob, tmp_path):
+    out = str(tmp_path / "zero-shot.jsonl")
+    repos = {t.repo for t in load_trajectories(corpus_glob)}
+    m = sample_heldout(HeldoutConfig(corpus=[corpus_glob], out=out, n=len(repos), context_turns=14, seed=42))
+    assert (m["excluded_repo"], m["excluded_instance"], m["selected"]) == (0, 0, len(repos))
+    assert {r["repo"] for r in read_heldout(out)} == repos
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(InputError, match="no valid trajectory in 0 records"):
+        sample_heldout(HeldoutConfig(corpus=[corpus_glob], train=[str(empty)], out=str(tmp_path / "h"), n=3))
+
+
 def test_heldout_counts_malformed_short_and_instance_overlap(corpus_glob, recorded_corpus, tmp_path):
     trajs = load_trajectories(corpus_glob)
     rows = [t.to_swe_zero_row() for t in trajs]

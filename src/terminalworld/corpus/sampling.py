@@ -174,12 +174,18 @@ def make_subsets(cfg: SubsetsConfig) -> dict[str, Any]:
     return write_subsets_manifest(cfg, sizes, tally, duplicates, count_ids([r[3] for r in ranked], sizes))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HeldoutConfig:
-    """The held-out set: trajectories from repos (and instances) unseen in the training subsets."""
+    """The held-out set: trajectories from repos (and instances) unseen in the training subsets.
+    No `train` is an explicit zero-shot set (nothing to exclude); a `train` file given with no
+    valid trajectory is an error, never an empty exclusion."""
 
     corpus: list[str] = option(path="input", help="corpus file or glob; repeat for several")
-    train: list[str] = option(path="input", help="training subset file or glob; repeat for several")
+    train: list[str] = option(
+        [],
+        path="input",
+        help="training subset file or glob; repeat for several; none: nothing is excluded (a zero-shot set)",
+    )
     out: str = option(
         path="output-file",
         companions=[".manifest.json"],
@@ -201,7 +207,7 @@ def check_heldout(cfg: HeldoutConfig) -> None:
 def check_train(cfg: HeldoutConfig, tally: Tally) -> None:
     """Raise `InputError` when the training files hold no valid trajectory: excluding nothing
     would silently hold out trajectories the models were trained on."""
-    if tally.counts["scanned"] == tally.counts["malformed"]:
+    if cfg.train and tally.counts["scanned"] == tally.counts["malformed"]:
         first = tally.bad_lines[0] if tally.bad_lines else None
         where = f"; first: {first['file']}:{first['line']}: {first['reason']}" if first else ""
         raise InputError(
