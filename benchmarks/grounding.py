@@ -7,13 +7,22 @@ Data, made with the project's own commands (sizes as measured; CPU-sized):
     terminalworld heldout --corpus 'DATA/corpus/*.jsonl.gz' --out DATA/heldout.jsonl \
         --n 24 --context-turns 3 --seed 42        # zero-shot (no --train); the demo's shape: 3 context turns
     terminalworld probes make --out DATA/probes.jsonl --n 20 --max-output-chars 1000
+    terminalworld probes make --out DATA/probes10.jsonl --n 10 --max-output-chars 1000   # one per family
+    terminalworld tasks make --out DATA/tasks --n 2 --seed 7
 
 Scores and fidelity, per MODE in none, retrieved, replayed, hybrid (a 1,024-token block):
 
     terminalworld score --model-path smollm2 --heldout DATA/probes.jsonl --out RESULTS/score-probes-MODE.jsonl \
         --mode sim --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
+    terminalworld score --model-path smollm2 --heldout DATA/heldout.jsonl --out RESULTS/score-heldout-MODE.jsonl \
+        --mode sim --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
     terminalworld sim-eval --model smollm2 --probes DATA/probes10.jsonl --out RESULTS/sim-probes10-MODE.jsonl \
         --mode sim --max-new-tokens 48 --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
+
+The closed loop (tier 3), per MODE in none and hybrid:
+
+    terminalworld sim-eval --model smollm2 --tasks DATA/tasks --agent solver --out RESULTS/loop-MODE.jsonl \
+        --mode sim --max-new-tokens 16 --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
 
 Then this file writes the page (`docs/grounding.md`, its plot) and `RESULTS/grounding.json`:
 

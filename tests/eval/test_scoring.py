@@ -559,3 +559,19 @@ def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2
     assert {k: summary[k] for k in ("token_weighted_ppl", "median_ppl", "worst")} == {
         k: alone[k] for k in ("token_weighted_ppl", "median_ppl", "worst")
     }
+
+
+def test_a_skipped_hybrid_row_is_neither_served_nor_counted():
+    """An empty target the router would serve is skipped before it is counted: it carries its
+    route but no target tokens, and the hybrid summary counts only the rows with a target."""
+    from terminalworld.eval.scoring import served_summary
+
+    served = {"grounding": "hybrid", "route": "exact", "n_target_tokens": 30, "served_matches_target": True}
+    scored = {"grounding": "hybrid", "route": "generate", "n_target_tokens": 10, "ppl": 2.0}
+    skipped = {"grounding": "hybrid", "route": "exact", "skipped": "empty target observation"}
+    assert served_summary([served, scored, skipped]) == {
+        "served_rows": 1,
+        "served_target_tokens": 30,
+        "exact_token_share": 0.75,
+        "served_matches_target": 1.0,
+    }

@@ -337,11 +337,13 @@ def _ppl(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Hybrid mode: how many target rows and tokens the shadow served exactly, and how often the
-    served output equals the recorded one (empty outside hybrid mode)."""
-    served = [r for r in rows if r.get("route") == "exact" and r.get("grounding") == "hybrid"]
+    served output equals the recorded one (empty outside hybrid mode). A skipped row (an empty
+    target) carries its route but no target, so it is neither served nor counted."""
+    counted = [r for r in rows if "n_target_tokens" in r]
+    served = [r for r in counted if r.get("route") == "exact" and r.get("grounding") == "hybrid"]
     if not any(r.get("grounding") == "hybrid" for r in rows):
         return {}
-    total = sum(r["n_target_tokens"] for r in rows if "n_target_tokens" in r)
+    total = sum(r["n_target_tokens"] for r in counted)
     tokens = sum(r["n_target_tokens"] for r in served)
     matches = [r["served_matches_target"] for r in served if "served_matches_target" in r]
     return {
