@@ -26,21 +26,18 @@ from phase0_grid import grid
 from terminalworld.agent import steps as agent
 from terminalworld.pipeline.entry import main
 from terminalworld.train import steps as train
-from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
+from terminalworld.train.echo.miniature import ARMS, EchoRecipe
 
 VERSION = "2026.12.03"
 GPUS = ResourceConfig.with_gpu("H100", count=8)
-ARMS = {
-    "grpo": EchoGrpoRecipe(lam=0.0),
-    "echo": EchoGrpoRecipe(lam=0.05),
-    "env-only": EchoGrpoRecipe(lam=0.05, env_only=True),
-}
 
 policy = grid()[("full", "1M")]
 tasks = agent.task_suite(purpose="rl", n=1024, seed=0, per_repo=8, version=VERSION)
 runs = [
-    train.echo_grpo(policy=policy, tasks=tasks, recipe=recipe, name=f"{arm}-full-1M", resources=GPUS, version=VERSION)
-    for arm, recipe in ARMS.items()
+    train.echo_grpo(
+        policy=policy, tasks=tasks, recipe=EchoRecipe(arm=arm), name=f"{arm}-full-1M", resources=GPUS, version=VERSION
+    )
+    for arm in ARMS
 ]
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ clip (0.2), the temperature (0.8), the clipping ε and the advantage normalisati
 
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from local_demo import Demo
 from local_demo import build as build_demo
@@ -58,7 +58,7 @@ def build(e: EchoLocal = EchoLocal()) -> Report:
                 prompts_per_step=e.prompts_per_step,
                 samples_per_prompt=e.samples_per_prompt,
                 learning_rate=e.learning_rate,
-                harness=asdict(e.demo.harness),
+                harness=e.demo.harness,
                 seed=e.seed,
             ),
             version=e.version,

@@ -21,35 +21,19 @@ rendering run as Zephyr jobs on local worker processes.
 
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from terminalworld.agent import steps as agent
+from terminalworld.agent.steps import Episodes
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, Report, Subsets, TaskSet
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
+from terminalworld.sim.steps import Decoding
 from terminalworld.train import steps as train
 from terminalworld.train.sft import SftRecipe, TinyQwen3
-
-
-@dataclass(frozen=True)
-class Episodes:
-    """The agent grade's episode limits (`agent-eval`'s flags of the same names). Short episodes: the
-    tiny models' replies rarely follow the format, and the context is theirs."""
-
-    max_turns: int = 4
-    context_tokens: int = 2048
-    max_tokens_per_turn: int = 128
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """The simulator grade's decoding (`sim-eval`'s flags of the same names). Outputs are capped at
-    128 tokens: these models loop long before that."""
-
-    max_new_tokens: int = 128
 
 
 @dataclass(frozen=True)
@@ -88,9 +72,13 @@ class Demo:
     arms: tuple[str, ...] = ("assistant", "full", "user")
     solve_tasks: int = 12  # generated bug-fix tasks whose solving episodes join the recorded corpus
     agent_tasks: int = 4  # generated bug-fix tasks, all from repos unseen in training
-    harness: Episodes = field(default_factory=Episodes)
+    # Short episodes: the tiny models' replies rarely follow the format, and the context is theirs.
+    harness: Episodes = field(
+        default_factory=lambda: Episodes(max_turns=4, context_tokens=2048, max_tokens_per_turn=128)
+    )
     probes: int = 20  # tier-2 probes (two per family), from repos unseen in training
-    sim: Decoding = field(default_factory=Decoding)
+    # Simulated outputs are capped at 128 tokens: these models loop long before that.
+    sim: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=128))
     loop_arm: str = "full"  # the simulator of the closed loop (tier 3), on the held-out tasks
 
 
@@ -146,7 +134,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
             seed=42,
             seq_len=d.seq_len,
             max_seq_len=d.seq_len,
-            tiny=asdict(tiny) if tiny else None,
+            tiny=tiny,
         )
 
     text = train.tokenized(
@@ -187,18 +175,16 @@ def build(d: Demo = Demo()) -> DemoGraph:
         purpose="heldout", n=d.agent_tasks, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v
     )
     grades = [
-        agent.local_grade(model=m, model_name=name, tasks=tasks, harness=asdict(d.harness), version=v)
+        agent.local_grade(model=m, model_name=name, tasks=tasks, harness=d.harness, version=v)
         for name, m in models.items()
     ]
     probes = sim.probe_set(n=d.probes, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v)
     sims = [
-        sim.sim_grade(model=m, model_name=name, decoding=asdict(d.sim), version=v, **source)
+        sim.sim_grade(model=m, model_name=name, decoding=d.sim, version=v, **source)
         for name, m in models.items()
         for source in ({"heldout": heldout}, {"probes": probes})
     ]
-    sims.append(
-        sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=asdict(d.sim), version=v)
-    )
+    sims.append(sim.sim_grade(model=models[d.loop_arm], model_name=d.loop_arm, tasks=tasks, decoding=d.sim, version=v))
     report = reports.report(
         scores=scores,
         base="base",

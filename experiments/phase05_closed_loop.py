@@ -15,6 +15,8 @@ with an SFT checkpoint's chat template, as in the world-model probe.
 """
 
 import sys
+from dataclasses import asdict, dataclass
+from typing import Literal
 
 from fray.types import ResourceConfig
 from phase0_grid import BASE_MODEL, SCALES, grid, heldout, subsets
@@ -23,10 +25,29 @@ from terminalworld.agent import steps as agent
 from terminalworld.pipeline.entry import main
 from terminalworld.sim import steps as sim
 
+
+@dataclass(frozen=True, kw_only=True)
+class Served(sim.DecodingOn):
+    """A decoding served by vLLM: `sim-eval`'s backend, dtype and temperature beside the cap and device."""
+
+    backend: Literal["hf", "vllm"]
+    dtype: Literal["float32", "bfloat16"]
+    temperature: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedLoop(Served):
+    """A served decoding in the closed loop (tier 3), with the agent's limits there."""
+
+    max_turns: int
+    context_tokens: int
+    max_tokens_per_turn: int
+
+
 VERSION = "2026.12.03"
 GPU = ResourceConfig.with_gpu("H100", count=1)
-DECODING = {"backend": "vllm", "device": "cuda", "dtype": "bfloat16", "max_new_tokens": 2048, "temperature": 0.0}
-LOOP = {"max_turns": 30, "context_tokens": 32768, "max_tokens_per_turn": 2048}
+DECODING = Served(backend="vllm", device="cuda", dtype="bfloat16", max_new_tokens=2048, temperature=0.0)
+LOOP = ServedLoop(**asdict(DECODING), max_turns=30, context_tokens=32768, max_tokens_per_turn=2048)
 LARGEST = max(SCALES.values())
 
 cells = grid()
@@ -37,13 +58,14 @@ grades = [
     sim.sim_grade(
         model=model,
         model_name=name,
-        decoding=DECODING | ({"chat_template_from": cells[("full", "10K")].hf} if name == "base" else {}) | extra,
+        decoding=decoding,
+        chat_template_from=cells[("full", "10K")] if name == "base" else None,
         resources=GPU,
         version=VERSION,
         **source,
     )
     for name, model in models.items()
-    for source, extra in (({"heldout": heldout}, {}), ({"probes": probes}, {}), ({"tasks": tasks}, LOOP))
+    for source, decoding in (({"heldout": heldout}, DECODING), ({"probes": probes}, DECODING), ({"tasks": tasks}, LOOP))
 ]
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ environment for Harbor's Daytona sandboxes; Harbor runs in its own pinned enviro
 """
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from fray.types import ResourceConfig
@@ -21,12 +22,13 @@ from phase0_grid import BASE_MODEL, SCALES, grid
 
 from terminalworld.agent import steps as agent
 from terminalworld.agent.benchmarks import Benchmark
+from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline.entry import main
 
 VERSION = "2026.12.03"
 GPU = ResourceConfig.with_gpu("H100", count=1)
 ATTEMPTS = {"10K": 1, "100K": 1, "1M": 3}
-HARNESS = {"max_turns": 100, "context_tokens": 32768, "max_tokens_per_turn": 4096, "temperature": 0.0, "seed": 0}
+HARNESS = HarnessConfig(max_turns=100, context_tokens=32768, max_tokens_per_turn=4096, temperature=0.0, seed=0)
 
 # Marin's own Harbor policy pins this dataset and revision; the 100 folder names are committed beside
 # this file (provenance in its header) and checked against the download.
@@ -65,7 +67,7 @@ grades += [
         model_name=name,
         benchmark=TERMINAL_BENCH,
         agent="terminus-2",
-        harness=HARNESS | {"temperature": 0.6},
+        harness=replace(HARNESS, temperature=0.6),
         n_attempts=5,
         resources=GPU,
         version=VERSION,

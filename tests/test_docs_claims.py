@@ -1,21 +1,46 @@
-"""The hand-written pages tell the truth about the miniature: every sentence of `docs/*.md` that says
-what "the miniature" does is registered here with a check against the committed snapshot of the
-demo's report (or, for what the demo's graph is, against the experiment files), so a new snapshot or
-a changed demo that contradicts a page fails this test until the page is rewritten."""
+"""The hand-written pages tell the truth about what the project does.
 
+Every sentence of `docs/*.md` that says what the demo, the miniature or the pilot does (`CLAIM`
+finds them) is registered here, page by page and word for word, with the checks that make it true:
+against the committed snapshot of the demo's report (`docs/snapshots/local-demo`), or, for what a
+graph or an option is, against the experiment files and the code. Some claims that `CLAIM` cannot
+find (the recipes, the grounding options) are registered the same way. So:
+
+- a new snapshot or a changed demo that contradicts a page fails its check until the page is
+  rewritten;
+- a new or edited sentence is unregistered until it is registered with a check, and a registered
+  sentence that is no longer on its page fails too, so an edit to one page is caught on that page
+  even when another page says the same.
+"""
+
+import ast
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from tests.paths import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
-SNAPSHOT = DOCS / "snapshots" / "local-demo"
+SNAPSHOTS = DOCS / "snapshots"
+SNAPSHOT = SNAPSHOTS / "local-demo"
+EXPERIMENTS = REPO_ROOT / "experiments"
 RECORD = ".artifact.json"
+
+# A sentence about what the demo (the miniature, ECHO's miniature, the local demo) or the pilot does.
+CLAIM = re.compile(
+    r"\b(?:the|ECHO's)\s+(?:[\w-]+\s+)?\[?(?:miniature|demo|pilot)\b|\bin miniature\b|\bno complete pilot run\b",
+    re.I,
+)
+
+
+# The committed snapshot, read.
 
 
 @cache
@@ -32,9 +57,14 @@ def _json(name: str, file: str) -> dict:
     return json.loads((_report_dir(name) / file).read_text())
 
 
+def _record(dep: str) -> dict:
+    """The recorded `.artifact.json` of a step of the snapshot, by `name@version`."""
+    return json.loads((SNAPSHOT / dep.replace("@", "/") / RECORD).read_text())
+
+
 def _config(dep: str) -> dict:
     """The recorded config of an upstream step of the snapshot, by `name@version`."""
-    return json.loads((SNAPSHOT / dep.replace("@", "/") / RECORD).read_text())["config"]
+    return _record(dep)["config"]
 
 
 def _deps(name: str) -> list[str]:
@@ -43,7 +73,7 @@ def _deps(name: str) -> list[str]:
         for dep in todo.pop().get("deps", []):
             if dep not in deps and (SNAPSHOT / dep.replace("@", "/") / RECORD).exists():
                 deps.append(dep)
-                todo.append(json.loads((SNAPSHOT / dep.replace("@", "/") / RECORD).read_text()))
+                todo.append(_record(dep))
     return deps
 
 
@@ -51,11 +81,24 @@ def _steps(prefix: str) -> list[str]:
     return [d for d in dict.fromkeys(_deps("world-model-probe") + _deps("echo-miniature")) if d.startswith(prefix)]
 
 
+def _names() -> set[str]:
+    return {d.split("@")[0] for d in _steps("")}
+
+
 def _models() -> list[str]:
     return [a["arm"] for a in _json("world-model-probe", "report.json")["arms"]]
 
 
+def _reports() -> list[dict]:
+    return [_record(r) for r in _manifest()["reports"]]
+
+
+# The checks: each returns whether its claim holds (they are cached: several sentences share one).
+
+
+@cache
 def tiny_models() -> bool:
+    """A 2-layer, width-32 Qwen3 pretrained on 60 trajectories, and every arm fine-tuned from it."""
     (base,) = _steps("checkpoints/terminalworld/base-")
     shape = _config(base)["recipe"]["tiny"]
     arms = [_config(c) for c in _steps("checkpoints/terminalworld/") if c != base]
@@ -68,13 +111,17 @@ def tiny_models() -> bool:
     )
 
 
+@cache
 def one_scale() -> bool:
+    """Every arm trained on the same 40-trajectory subset, at one scale."""
     data = [_config(d) for d in _steps("terminalworld/tokenized/") if "pretrain-" not in d]
     names = {d.split("@")[0].rsplit("-", 1)[1] for d in _steps("terminalworld/tokenized/")}
     return names == {"demo"} and all(c["subset"][1] == "subset-40.jsonl.gz" and c["skip"] == 0 for c in data)
 
 
+@cache
 def agent_grade() -> bool:
+    """Every model graded as an agent on the same 4 held-out tasks, from repositories unseen in training."""
     report = _json("world-model-probe", "report.json")
     grades = _steps("agent-eval/")
     (tasks,) = {_config(g)["tasks"] for g in grades}
@@ -88,24 +135,32 @@ def agent_grade() -> bool:
     )
 
 
+@cache
 def no_solve() -> bool:
+    """No model solves any task."""
     return all(
         a["solved_trials"] == 0 and a["pass_at_1"] == 0 for a in _json("world-model-probe", "report.json")["arms"]
     )
 
 
+@cache
 def sim_tiers() -> bool:
+    """Tiers 1 and 2 for every model, tier 3 for the full-transcript model only."""
     tiers = _json("world-model-probe", "report.json")["sim"]["tiers"]
     return tiers == {m: [1, 2, 3] if m == "full" else [1, 2] for m in _models()}
 
 
+@cache
 def sim_weak() -> bool:
+    """Free-running similarity below 0.5 for every model, in tiers 1 and 2."""
     sim = _json("world-model-probe", "metrics.json")["sim"]["checkpoints"]
     free = [row[t] for row in sim.values() for t in ("tier1", "tier2") if t in row]
     return len(free) == 2 * len(_models()) and all(r["similarity"] < 0.5 for r in free)
 
 
+@cache
 def degeneration_unmeasured() -> bool:
+    """A 128-token cap, and no output long enough for the degeneration rule."""
     sim = _json("world-model-probe", "metrics.json")["sim"]["checkpoints"]
     caps = {_config(d)["decoding"]["max_new_tokens"] for d in _steps("sim-eval/")}
     return caps == {128} and all(
@@ -113,7 +168,9 @@ def degeneration_unmeasured() -> bool:
     )
 
 
+@cache
 def echo_without_signal() -> bool:
+    """ECHO's three arms for 5 steps from the demo's full-transcript checkpoint, no reward anywhere."""
     arms = _json("echo-miniature", "echo_report.json")["arms"]
     policies = {_config(d)["policy"][0] for d in _steps("terminalworld/echo/")}
     return (
@@ -124,6 +181,28 @@ def echo_without_signal() -> bool:
     )
 
 
+@cache
+def echo_on_policy() -> bool:
+    """The three arms from the demo's full checkpoint on the demo's generated tasks, with identical
+    seeds, λ = 0 for GRPO and 0.05 for ECHO, each paired on the demo's held-out trajectories."""
+    from terminalworld.train.echo.miniature import EchoRecipe
+
+    configs = {_config(d)["recipe"]["arm"]: _config(d) for d in _steps("terminalworld/echo/")}
+    (heldout,) = _steps("heldout/")
+    lam = {arm: EchoRecipe(arm=arm, lam=c["recipe"]["lam"]).loss() for arm, c in configs.items()}
+    return (
+        set(configs) == {"grpo", "echo", "env-only"}
+        and len({c["recipe"]["seed"] for c in configs.values()}) == 1
+        and all(c["tasks"].endswith("/terminalworld/tasks/train/" + heldout.split("@")[1]) for c in configs.values())
+        and all(c["heldout"][0].endswith(heldout.replace("@", "/")) for c in configs.values())
+        and all(
+            c["policy"][0].split("/checkpoints/")[1].startswith("terminalworld/full-demo/") for c in configs.values()
+        )
+        and (lam["grpo"].lam, lam["echo"].lam, lam["env-only"].env_only) == (0.0, 0.05, True)
+    )
+
+
+@cache
 def local_processes() -> bool:
     """Every step of the demo's and ECHO miniature's graphs runs as a local process, and none uses
     vLLM (the HF backends score, serve and simulate)."""
@@ -139,66 +218,596 @@ def local_processes() -> bool:
     return all(describe_resources(h) == "local process" for h in handles) and "vllm" not in configs
 
 
-# (a phrase of the registered sentence, its check)
-CLAIMS: list[tuple[str, Callable[[], bool]]] = [
-    (
-        "The miniature's models are a Qwen3 of 2 layers and hidden width 32, pretrained for minutes on 60 trajectories",
-        tiny_models,
+@cache
+def demo_stages() -> bool:
+    """A recorded corpus, a pretrained base, each arm fine-tuned from it, and every model scored on
+    held-out rows and graded as an agent and as a simulator, in the probe report."""
+    names, models = _names(), _models()
+    return (
+        models == ["base", "assistant", "full", "user"]
+        and "terminalworld/corpus/recorded" in names
+        and {f"checkpoints/terminalworld/{m}-demo" for m in models} <= names
+        and all(
+            {f"sim-ppl-eval/sim_ppl_{m}", f"agent-eval/heldout-tasks/{m}", f"sim-eval/tier1/{m}"} <= names
+            for m in models
+        )
+    )
+
+
+@cache
+def every_stage() -> bool:
+    """Besides `demo_stages`: subsets, a held-out set, a tokenized set per arm, tier 2 and 3, and
+    ECHO's three arms, all in the graphs of the snapshot's two reports."""
+    names = _names()
+    return (
+        demo_stages()
+        and {
+            "terminalworld/subsets/swe-zero",
+            "heldout/sim_ppl_heldout_24",
+            "terminalworld/tokenized/assistant-demo",
+            "terminalworld/tokenized/full-demo",
+            "terminalworld/tokenized/user-demo",
+            "sim-eval/tier2/base",
+            "sim-eval/tier3/full",
+            "terminalworld/echo/grpo",
+            "terminalworld/echo/echo",
+            "terminalworld/echo/env-only",
+        }
+        <= names
+    )
+
+
+@cache
+def recorded_corpus() -> bool:
+    """160 recorded trajectories plus the solving episodes of 12 generated tasks, and every subset
+    drawn from that recording (no SWE-ZERO download)."""
+    (corpus,) = _steps("terminalworld/corpus/")
+    (tasks,) = _steps("terminalworld/tasks/train@")
+    (subsets,) = _steps("terminalworld/subsets/")
+    config = _config(corpus)
+    return (
+        corpus.startswith("terminalworld/corpus/recorded@")
+        and config["trajectories"] == 160
+        and config["tasks"].endswith(tasks.replace("@", "/"))
+        and _config(tasks)["n"] == 12
+        and _record(subsets)["deps"] == [corpus]
+    )
+
+
+@cache
+def one_run() -> bool:
+    """The snapshot's reports are the demo's and ECHO miniature's, from one clean commit."""
+    reports = _reports()
+    return (
+        [r["name"] for r in reports]
+        == ["terminalworld/reports/world-model-probe", "terminalworld/reports/echo-miniature"]
+        and len({r["provenance"]["base_commit"] for r in reports}) == 1
+        and not any(r["provenance"]["dirty"] for r in reports)
+        and [r["provenance"]["command_line"][0] for r in reports]
+        == ["experiments/local_demo.py", "experiments/echo_local.py"]
+    )
+
+
+@cache
+def agent_beside_ppl() -> bool:
+    """The probe report's *Agent and world model* section: every model's pass@1 beside its PPL."""
+    rows = _json("world-model-probe", "metrics.json")["agent"]["rows"]
+    return (
+        "## Agent and world model" in (_report_dir("world-model-probe") / "report.md").read_text()
+        and [r["name"] for r in rows] == _models()
+        and all(r["pass_at_1"] is not None and r["median_ppl"] for r in rows)
+    )
+
+
+@cache
+def local_prefix() -> bool:
+    """The demo's artifacts were written under `./local-prefix`."""
+    return all(path.startswith("local-prefix/") for path in _manifest()["from"])
+
+
+@cache
+def no_grounding_in_demo() -> bool:
+    """No step of the snapshot was configured with a grounding mode, and neither experiment names one."""
+
+    def modes(value) -> list:
+        if isinstance(value, dict):
+            return [v for k, v in value.items() if k == "grounding"] + [m for v in value.values() for m in modes(v)]
+        return [m for v in value for m in modes(v)] if isinstance(value, list) else []
+
+    return all(m in (None, "none") for d in _steps("") for m in modes(_config(d))) and not any(
+        "grounding" in (EXPERIMENTS / f"{name}.py").read_text() for name in ("local_demo", "echo_local")
+    )
+
+
+@cache
+def grounding_options() -> bool:
+    """`score` and `sim-eval` take every grounding option, `agent-eval` the mode and the budget."""
+    from terminalworld.agent.evaluate import AgentEvalConfig
+    from terminalworld.eval.scoring import ScoreConfig
+    from terminalworld.grounding.modes import MODES, GroundingMode, GroundingOptions
+    from terminalworld.sim.evaluate import SimEvalConfig
+
+    every = {"grounding", "grounding_budget", "grounding_tasks", "grounding_store", "grounding_output_chars"}
+    return (
+        MODES == get_args(GroundingMode) == ("none", "retrieved", "replayed", "hybrid")
+        and {f.name for f in fields(GroundingOptions)} == every
+        and issubclass(ScoreConfig, GroundingOptions)
+        and issubclass(SimEvalConfig, GroundingOptions)
+        and {"grounding", "grounding_budget"} <= {f.name for f in fields(AgentEvalConfig)}
+        and GroundingOptions().grounding == "none"
+    )
+
+
+@cache
+def grounding_measured_zero_shot() -> bool:
+    """The grounding page's numbers come from SmolLM2-135M-Instruct with no fine-tuning."""
+    commands = (REPO_ROOT / "benchmarks" / "grounding.py").read_text().split('"""')[1]
+    models = re.findall(r"--model(?:-path)? (\S+)", commands)
+    return bool(models) and set(models) == {"smollm2"}  # the stock weights: no checkpoint of the project
+
+
+def _pilot():
+    from tests.conftest import load_experiment
+
+    return load_experiment("pilot")
+
+
+@cache
+def _pilot_graph() -> tuple:
+    """The pilot module and the steps of its default graph."""
+    from marin.experiment.cli import graph_handles
+
+    pilot = _pilot()
+    graph = pilot.build(pilot.Pilot())
+    return pilot, graph_handles([graph.report.step, graph.eval_sets.step])
+
+
+@cache
+def pilot_scales() -> bool:
+    """The pilot's recipe: SmolLM2's real weights, the three arms, three nested scales 3x apart."""
+    recipe = _pilot().Pilot()
+    steps = list(recipe.scale_steps)
+    return (
+        recipe.base == "smollm2"
+        and tuple(recipe.arms) == ("assistant", "full", "user")
+        and len(steps) == 3
+        and all(b == 3 * a for a, b in pairwise(steps))
+    )
+
+
+@cache
+def pilot_local() -> bool:
+    """Every step of the pilot's default graph runs on this machine, as a local process."""
+    from terminalworld.pipeline.step import describe_resources
+
+    return all(describe_resources(h) == "local process" for h in _pilot_graph()[1])
+
+
+@cache
+def pilot_departures() -> bool:
+    """The pilot's report step is given every departure of `DEPARTURES`, and its page prints them."""
+    import inspect
+
+    from marin.execution.lazy import materialized_config
+
+    from terminalworld.pipeline.artifacts import PILOT_REPORT
+    from terminalworld.report import pages
+
+    pilot, handles = _pilot_graph()
+    (report,) = [h for h in handles if h.name == PILOT_REPORT]
+    departures = materialized_config(report, "local-prefix")["departures"]
+    return (
+        bool(pilot.DEPARTURES)
+        and departures == list(pilot.DEPARTURES)
+        and "Departures from the write-up" in inspect.getsource(pages.pilot_page)
+    )
+
+
+@cache
+def no_pilot_run_committed() -> bool:
+    """No committed snapshot holds a pilot report, and the pilot's result page then says none exists."""
+    from terminalworld.pipeline.artifacts import PILOT_REPORT
+    from terminalworld.report.pages import PILOT
+
+    reports = [r for m in SNAPSHOTS.glob("*/snapshot.json") for r in json.loads(m.read_text())["reports"]]
+    return not any(r.startswith(PILOT_REPORT + "@") for r in reports) and "No pilot snapshot exists yet" in (
+        PILOT.empty or ""
+    )
+
+
+def recipe_classes() -> dict[str, str]:
+    """Each experiment file that has a recipe, and its recipe dataclass: a top-level dataclass with a
+    `version` field (the calendar version an override moves, `pipeline.entry.versioned`)."""
+    found = {}
+    for path in sorted(EXPERIMENTS.glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if (
+                isinstance(node, ast.ClassDef)
+                and any("dataclass" in ast.unparse(d) for d in node.decorator_list)
+                and any(isinstance(s, ast.AnnAssign) and ast.unparse(s.target) == "version" for s in node.body)
+            ):
+                found[path.stem] = node.name
+    return found
+
+
+@cache
+def recipes_parsed_with_draccus() -> bool:
+    """Every experiment with a recipe dataclass passes it to `entry.main(..., recipe=...)`, which
+    parses it with draccus, and draccus parses its defaults back to the default recipe."""
+    from terminalworld.pipeline.entry import parse_recipe
+    from tests.conftest import load_experiment
+
+    unparsed = []
+    for stem, cls in recipe_classes().items():
+        calls = [n for n in ast.walk(ast.parse((EXPERIMENTS / f"{stem}.py").read_text())) if isinstance(n, ast.Call)]
+        passed = any(
+            ast.unparse(n.func).endswith("main")
+            and any(k.arg == "recipe" and ast.unparse(k.value) == cls for k in n.keywords)
+            for n in calls
+        )
+        recipe = getattr(load_experiment(stem), cls)
+        if not passed or parse_recipe(recipe, []) != recipe():
+            unparsed.append(f"experiments/{stem}.py:{cls}")
+    assert not unparsed, f"recipes not parsed with draccus through entry.main(recipe=...): {unparsed}"
+    return True
+
+
+def claims_registered_on(page: str) -> Callable[[], bool]:
+    """A check that every claim `CLAIM` finds on `page` is registered (for a page that says so)."""
+
+    def check() -> bool:
+        return not unregistered(page, (DOCS / page).read_text())
+
+    check.__name__ = f"claims_registered_on_{page.removesuffix('.md')}"
+    return check
+
+
+# The registry: each page's claims, word for word, with their checks.
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence of a page and the checks that make it true."""
+
+    page: str
+    sentence: str
+    checks: tuple[Callable[[], bool], ...]
+
+
+AGENT_GRADE_RISKS = (
+    "**An agent grade that cannot rank.** The miniature grades every model as an agent with real Harbor, every "
+    "command in the sandbox, on 4 bug-fix tasks from repositories unseen in training, and no model solves any of them."
+)
+SIM_GRADE = (
+    "The miniature grades every model as a simulator in tiers 1 and 2 and the full-transcript model in the closed loop "
+    "(tier 3)"
+)
+
+CLAIMS: list[Claim] = [
+    Claim(
+        "index.md",
+        "The whole graph runs in miniature on CPU:",
+        (local_processes, demo_stages),
     ),
-    ("The miniature trains each arm at one scale, on 40 trajectories", one_scale),
-    ("The miniature grades every model as an agent with real Harbor", agent_grade),
-    ("on 4 bug-fix tasks from repositories unseen in training, and no model solves any of them", no_solve),
-    (
-        "The miniature grades every model as a simulator in tiers 1 and 2 and the full-transcript model in the closed loop (tier 3)",
-        sim_tiers,
+    Claim(
+        "index.md",
+        "The demo records a real-shell corpus, pretrains a tiny Qwen3 as the base model, fine-tunes it under each "
+        "arm, scores every model on held-out rows, grades every model as an agent in Harbor and as a simulator, and "
+        "writes the probe report.",
+        (demo_stages, tiny_models),
     ),
-    ("the free-running similarity of every model stays below 0.5", sim_weak),
-    (
-        "The miniature does not measure degeneration: no generated output reaches the write-up's 800 characters at its 128-token cap",
-        degeneration_unmeasured,
+    Claim(
+        "index.md",
+        "The miniature grades every model as an agent with real Harbor on 4 bug-fix tasks from repositories unseen "
+        "in training.",
+        (agent_grade,),
     ),
-    (
-        "The miniature runs ECHO's three arms (GRPO, ECHO, env-only) for 5 steps from the demo's full-transcript checkpoint, and no rollout of any arm solves a task",
-        echo_without_signal,
+    Claim("index.md", SIM_GRADE + ".", (sim_tiers,)),
+    Claim(
+        "index.md",
+        "The [pilot](pilot.md) (`experiments/pilot.py`) runs the same graph on one machine with "
+        "SmolLM2-135M-Instruct's real weights, the three arms at three nested scales 3× apart; no complete pilot "
+        "run is committed yet, so its results page says that none exists.",
+        (pilot_scales, pilot_local, no_pilot_run_committed),
     ),
-    ("The miniature runs every step as a local process: no TPU, no GPU, no vLLM, no Daytona", local_processes),
+    Claim(
+        "index.md",
+        "The [grounding](grounding.md) stage (`src/terminalworld/grounding/`, the `--grounding` option of `score`, "
+        "`sim-eval` and `agent-eval --environment simulated`) gives a simulator the repository's state: the content "
+        "a command is about, in its context, or the exact output of a shadow sandbox for read, navigation and edit "
+        "commands; the demo runs without it.",
+        (grounding_options, no_grounding_in_demo),
+    ),
+    Claim(
+        "index.md",
+        "Every recipe is a dataclass parsed with draccus, as Marin and Levanter parse theirs: any field is a flag, "
+        "nested fields are dotted, `--config_path` reads YAML, and a changed recipe gets its own version, so it "
+        "never reuses the pinned recipe's artifacts.",
+        (recipes_parsed_with_draccus,),
+    ),
+    Claim(
+        "index.md",
+        "Build and serve it locally from the committed snapshot of the local demo's results:",
+        (one_run,),
+    ),
+    Claim(
+        "risks.md",
+        "The local demo (`experiments/local_demo.py`, with ECHO's miniature `experiments/echo_local.py` on top) "
+        "runs the experiment's stages end to end on a CPU: recording, subsets, held-out sampling, the three arms, "
+        "Levanter training, scoring, the agent grade in Harbor, the simulator grade in three tiers, ECHO's three "
+        "arms, the report and this site.",
+        (every_stage, local_processes),
+    ),
+    Claim(
+        "risks.md",
+        "This page lists what it cannot show, what the [pilot](pilot.md) and the [grounding](grounding.md) stage "
+        "add, and the known ways the full experiment can mislead.",
+        (pilot_scales, grounding_options),
+    ),
+    Claim(
+        "risks.md",
+        "Every sentence of this page that says what the demo or the pilot does is registered in "
+        "`tests/test_docs_claims.py` with a check against the committed snapshot of the demo's report (or the "
+        "experiment files): a new snapshot that contradicts one, or an edit to one, fails the tests until the page "
+        "and its check agree again.",
+        (claims_registered_on("risks.md"),),
+    ),
+    Claim(
+        "risks.md",
+        "**Tiny models.** The miniature's models are a Qwen3 of 2 layers and hidden width 32, pretrained for "
+        "minutes on 60 trajectories.",
+        (tiny_models,),
+    ),
+    Claim(
+        "risks.md",
+        "**One scale.** The miniature trains each arm at one scale, on 40 trajectories.",
+        (one_scale,),
+    ),
+    Claim(
+        "risks.md",
+        "The pilot (`experiments/pilot.py`) has one on a real pretrained model, SmolLM2-135M-Instruct: each arm at "
+        "three nested scales 3× apart, on one machine; no complete pilot run is committed yet, so this site shows "
+        "none of its numbers.",
+        (pilot_scales, pilot_local, no_pilot_run_committed),
+    ),
+    Claim("risks.md", AGENT_GRADE_RISKS, (agent_grade, no_solve)),
+    Claim(
+        "risks.md",
+        "**Simulators that do not simulate.** "
+        + SIM_GRADE
+        + ", and the free-running similarity of every model stays below 0.5: the tables rank failure modes, not "
+        "fidelity.",
+        (sim_tiers, sim_weak),
+    ),
+    Claim(
+        "risks.md",
+        "The miniature does not measure degeneration: no generated output reaches the write-up's 800 characters at "
+        "its 128-token cap, so the rule cannot fire.",
+        (degeneration_unmeasured,),
+    ),
+    Claim(
+        "risks.md",
+        "**ECHO without a reward signal.** The miniature runs ECHO's three arms (GRPO, ECHO, env-only) for 5 steps "
+        "from the demo's full-transcript checkpoint, and no rollout of any arm solves a task: GRPO has no signal, "
+        "so only L<sub>Env</sub> moves the weights.",
+        (echo_without_signal, echo_on_policy),
+    ),
+    Claim(
+        "risks.md",
+        "**A recorded corpus, not SWE-ZERO.** The demo records 160 trajectories of a seeded exploration policy in a "
+        "real shell over real code trees, plus the solver's episodes on 12 generated tasks, in SWE-ZERO's row "
+        "format.",
+        (recorded_corpus,),
+    ),
+    Claim(
+        "risks.md",
+        "SWE-ZERO itself (12M trajectories from a 1.7B agent over 3,222 repositories) is read the same way by the "
+        "production experiments, but its distribution of commands and outputs is not what the demo trains on.",
+        (recorded_corpus,),
+    ),
+    Claim(
+        "risks.md",
+        "**No accelerator, no GCS, no containers.** The miniature runs every step as a local process: no TPU, no "
+        "GPU, no vLLM, no Daytona.",
+        (local_processes,),
+    ),
+    Claim(
+        "risks.md",
+        "**A snapshot, not a live run.** This site is built from a committed snapshot of one run of the demo "
+        "(`docs/snapshots/local-demo`).",
+        (one_run,),
+    ),
+    Claim(
+        "risks.md",
+        "Production pages come from the `gs://` report artifacts through the same generator, and the pilot's page "
+        "from its own snapshot once a complete pilot run is committed.",
+        (no_pilot_run_committed,),
+    ),
+    Claim(
+        "risks.md",
+        "Its measurements so far are of SmolLM2-135M-Instruct zero-shot on CPU-sized sets, and the demo runs "
+        "without grounding, so whether a trained simulator with grounding closes the gap is still open.",
+        (grounding_measured_zero_shot, no_grounding_in_demo),
+    ),
+    Claim(
+        "evaluation.md",
+        SIM_GRADE + "; its [risks](risks.md) say why its simulators' numbers rank failure modes, not fidelity.",
+        (sim_tiers, sim_weak),
+    ),
+    Claim(
+        "evaluation.md",
+        "Every tier can give the simulator the repository's state: `score`, `sim-eval` and `agent-eval "
+        "--environment simulated` take `--grounding {none,retrieved,replayed,hybrid}` and `--grounding-budget` (the "
+        "grounding block's tokens), and `score` and `sim-eval` also take `--grounding-tasks`, `--grounding-store` "
+        "and `--grounding-output-chars` (where a session's repository comes from, and the shadow's output cap).",
+        (grounding_options,),
+    ),
+    Claim(
+        "pilot.md",
+        "The local demo proves the plumbing; the pilot tests the write-up's science on one machine.",
+        (every_stage, pilot_local),
+    ),
+    Claim(
+        "pilot.md",
+        "Every departure from the write-up is listed in `experiments/pilot.py` (`DEPARTURES`) and printed in the "
+        "pilot's report beside its numbers.",
+        (pilot_departures,),
+    ),
+    Claim(
+        "pilot.md",
+        "No complete pilot run is committed yet, so there are no pilot numbers on this site: the [results "
+        "page](results/pilot.md) says that no pilot snapshot exists.",
+        (no_pilot_run_committed,),
+    ),
+    Claim(
+        "agent-grade.md",
+        "The miniature grades every model as an agent with real Harbor, every command in the sandbox, on 4 bug-fix "
+        "tasks from repositories unseen in training, and no model solves any of them: its models are tiny, rarely "
+        "keep the format and cannot fix a bug.",
+        (agent_grade, no_solve, tiny_models),
+    ),
+    Claim(
+        "echo.md",
+        "The [results page](results/echo.md) is generated from ECHO's report artifacts (the local miniature's, "
+        "`terminalworld/reports/echo-miniature`), each with a Reproduce section pinned to the commit that produced "
+        "it.",
+        (one_run,),
+    ),
+    Claim(
+        "echo.md",
+        "The miniature runs ECHO's three arms (GRPO, ECHO, env-only) for 5 steps from the demo's full-transcript "
+        "checkpoint, and no rollout of any arm solves a task, so GRPO has no signal and the arms differ only by "
+        "L<sub>Env</sub>.",
+        (echo_without_signal, echo_on_policy),
+    ),
+    Claim(
+        "echo.md",
+        "**The on-policy miniature** (`experiments/echo_local.py --run`, on the local demo): the demo's "
+        "full-transcript checkpoint acts on the demo's generated bug-fix tasks through the agent harness, every "
+        "command in the sandbox, rewarded by each task's own tests; GRPO (λ = 0), ECHO (λ = 0.05) and env-only run "
+        "with identical seeds and task order; the report pairs their env-token cross-entropy on the demo's held-out "
+        "trajectories, before and after.",
+        (echo_on_policy,),
+    ),
+    Claim(
+        "phase0.md",
+        "The same comparison in miniature — every arm's pass@1 beside its env-token PPL — is on the [world-model "
+        "probe's results](results/world-model-probe.md), section *Agent and world model*, with a Reproduce section "
+        "pinned to its commit.",
+        (agent_beside_ppl, one_run),
+    ),
+    Claim(
+        "design.md",
+        "Marin resolves the prefix, for the printed plan and the run alike; the production experiments pin "
+        "`gs://marin-us-east5`, the local demo `./local-prefix`.",
+        (local_prefix,),
+    ),
+    Claim(
+        "world-model-probe.md",
+        "`experiments/world_model_probe.py` scores the base and the nine Phase 0 checkpoints; "
+        "`experiments/local_demo.py` runs the same graph in miniature on CPU.",
+        (demo_stages, local_processes),
+    ),
 ]
 
 
+# Finding the sentences of a page.
+
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d+\.)\s+")
+
+
+def sentences_of(text: str) -> list[str]:
+    """The prose sentences of a page's Markdown, whitespace collapsed. Headings, tables, code blocks
+    and admonition titles are left out; a blank line, a list item, a heading or a code block ends a
+    sentence, so a sentence never runs across a code block into the next paragraph."""
+    blocks: list[list[str]] = [[]]
+    fenced = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            blocks.append([])
+        elif fenced:
+            continue
+        elif not stripped or stripped.startswith(("#", "|", "!!!", "<!--")):
+            blocks.append([])
+        elif item := _LIST_ITEM.match(stripped):
+            blocks.append([stripped[item.end() :]])
+        else:
+            blocks[-1].append(stripped)
+    found = []
+    for block in blocks:
+        prose = re.sub(r"\s+", " ", " ".join(block)).strip()
+        found += [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z*\[(`])", prose) if s]
+    return found
+
+
 def sentences(page: Path) -> list[str]:
-    """The page's prose sentences (headings and code blocks left out), whitespace collapsed."""
-    text, fenced = [], False
-    for line in page.read_text().splitlines():
-        fenced ^= line.lstrip().startswith("```")
-        if not fenced and not line.lstrip().startswith(("#", "```", "|")):
-            text.append(line.strip().removeprefix("- "))
-    prose = re.sub(r"\s+", " ", " ".join(text))
-    return re.split(r"(?<=[.!?])\s+(?=[A-Z*\[(`])", prose)
+    """The prose sentences of `page` (see `sentences_of`)."""
+    return sentences_of(page.read_text())
+
+
+def registered(page: str) -> dict[str, Claim]:
+    """The claims registered for `page`, by sentence."""
+    return {c.sentence: c for c in CLAIMS if c.page == page}
+
+
+def unregistered(page: str, text: str) -> list[str]:
+    """The sentences of `text` (as page `page`) that make a claim `CLAIM` finds and are not registered
+    for that page word for word."""
+    known = registered(page)
+    return [s for s in sentences_of(text) if CLAIM.search(s) and s not in known]
 
 
 PAGES = sorted(DOCS.glob("*.md"))
-CLAIMED = [(p, s) for p in PAGES for s in sentences(p) if re.search(r"\bthe miniature\b", s, re.I)]
 
 
-def test_every_claim_about_the_miniature_is_registered():
-    unregistered = [f"{p.name}: {s}" for p, s in CLAIMED if not any(phrase in s for phrase, _ in CLAIMS)]
-    assert not unregistered, "register each with a check in CLAIMS, or rewrite it:\n" + "\n".join(unregistered)
-    unused = [phrase for phrase, _ in CLAIMS if not any(phrase in s for _, s in CLAIMED)]
-    assert not unused, f"registered claims no page makes any more: {unused}"
-
-
-@pytest.mark.parametrize("phrase,check", CLAIMS, ids=[c.__name__ for _, c in CLAIMS])
-def test_each_claim_holds_for_the_demos_report(phrase, check):
-    assert check(), (
-        f"the demo's snapshot contradicts: {phrase!r} ({', '.join(sorted({p.name for p, s in CLAIMED if phrase in s}))})"
+def test_every_claim_is_registered_on_its_page():
+    missing = [f"{p.name}: {s}" for p in PAGES for s in unregistered(p.name, p.read_text())]
+    assert not missing, (
+        "register each, word for word, with the checks that make it true in CLAIMS, or rewrite it:\n"
+        + "\n".join(missing)
     )
 
 
-def test_the_finder_sees_a_claim_and_a_registered_one(tmp_path):
-    page = tmp_path / "x.md"
-    page.write_text(
-        "# The miniature\n\nIntro. The miniature trains each arm at one scale, on 40 trajectories.\n```\nthe miniature\n```\n"
+def test_every_registered_claim_is_on_its_page():
+    gone = [f"{c.page}: {c.sentence}" for c in CLAIMS if c.sentence not in sentences(DOCS / c.page)]
+    assert not gone, "claims no longer on their page (rewritten? register the new sentence):\n" + "\n".join(gone)
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[f"{c.page}:{'+'.join(f.__name__ for f in c.checks)}" for c in CLAIMS])
+def test_each_claim_holds(claim):
+    assert claim.checks, "a registered claim needs at least one check"
+    failing = [f.__name__ for f in claim.checks if not f()]
+    assert not failing, f"{claim.page} says {claim.sentence!r}, but {failing} do not hold"
+
+
+def test_the_finder_sees_a_claim_on_each_page_and_registers_none_by_its_twin():
+    page = (
+        "# The miniature\n\nIntro. The miniature trains each arm at one scale, on 40 trajectories.\n```\nthe "
+        "miniature\n```\nThe demo does not grade agents.\n\n- **One.** The pilot runs here.\n"
+        "- The [pilot](pilot.md) is big. ECHO's miniature is small. It runs in miniature on CPU:\n\n"
+        "```bash\nx\n```\n\nNot a claim.\n"
     )
-    assert [s for s in sentences(page) if "miniature" in s] == [
-        "The miniature trains each arm at one scale, on 40 trajectories."
+    assert [s for s in sentences_of(page) if CLAIM.search(s)] == [
+        "The miniature trains each arm at one scale, on 40 trajectories.",
+        "The demo does not grade agents.",
+        "**One.** The pilot runs here.",
+        "The [pilot](pilot.md) is big.",
+        "ECHO's miniature is small.",
+        "It runs in miniature on CPU:",
     ]
+    # Registered on risks.md, this sentence is unregistered on any other page, and any edit of it
+    # is unregistered on risks.md itself.
+    one_scale = "**One scale.** The miniature trains each arm at one scale, on 40 trajectories."
+    assert registered("risks.md")[one_scale]
+    assert unregistered("risks.md", f"- {one_scale}\n") == []
+    assert unregistered("phase0.md", f"- {one_scale}\n") == [one_scale]
+    edited = one_scale.replace("40", "80")
+    assert unregistered("risks.md", f"- {edited}\n") == [edited]
+
+
+def test_the_recipe_finder_lists_the_experiments_with_recipes():
+    found = recipe_classes()
+    assert {"local_demo": "Demo", "echo_local": "EchoLocal", "pilot": "Pilot"}.items() <= found.items()
+    assert "phase0_grid" not in found  # production recipes are pinned in code, with no version field

@@ -75,16 +75,20 @@ def test_no_path_leaves_the_repository(source):
 
 
 def test_the_fixtures_are_the_files_their_readme_names():
-    """Each file is listed with its size; where the README gives a blob, git's hash of the file matches."""
+    """Each file is listed with its size and SHA-256, both matching the file byte for byte; where the
+    README gives a blob, git's hash of the file matches too."""
     readme = (FIXTURES / "README.md").read_text()
-    rows = {m[0]: m[1:] for m in re.findall(r"^\| `([^`]+)` \| ([\d,]+) \|(.*)$", readme, flags=re.M)}
+    # A row without a well-formed sha256 cell does not match, so its file counts as unlisted below.
+    row = r"^\| `([^`]+)` \| ([\d,]+) \| `([0-9a-f]{64})` \|(.*)$"
+    rows = {m[0]: m[1:] for m in re.findall(row, readme, flags=re.M)}
     files = sorted(
         str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*") if p.is_file() and p != FIXTURES / "README.md"
     )
-    assert sorted(rows) == files
-    for name, (size, rest) in rows.items():
+    assert sorted(rows) == files, "every data file needs a row: | `file` | bytes | `sha256` | ..."
+    for name, (size, sha256, rest) in rows.items():
         data = (FIXTURES / name).read_bytes()
         assert len(data) == int(size.replace(",", "")), name
+        assert hashlib.sha256(data).hexdigest() == sha256, name
         blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
         for prefix in re.findall(r"blob `([0-9a-f]{8,40})", rest):
             assert blob.startswith(prefix), name

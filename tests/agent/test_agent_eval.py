@@ -46,14 +46,17 @@ def _run(task_folder: Path, out: Path, agent: str, **kw) -> dict:
     return agent_eval(AgentEvalConfig(tasks=str(task_folder), out=str(out), agent=agent, **kw))
 
 
-def test_oracle_scores_one_and_a_broken_task_is_an_unscored_infrastructure_error(task_folder, tmp_path):
+def test_oracle_scores_one_and_a_verifier_without_a_reward_is_a_scored_failure(task_folder, tmp_path):
     s = _run(task_folder, tmp_path / "oracle", "oracle")
-    assert (s["pass_at_1"], s["scored_trials"], s["solved_trials"], s["attempted_trials"]) == (1.0, 4, 4, 5)
-    assert s["errors"] == {"infrastructure:RewardFileNotFoundError": 1} and s["agent_errors"] == 0
+    # A verifier that writes no reward fails the submission (the code under test can cause it), so
+    # the broken task costs even the oracle its trial: pass@1 is 4 of 5, and the error is counted.
+    assert (s["pass_at_1"], s["scored_trials"], s["solved_trials"], s["attempted_trials"]) == (0.8, 5, 4, 5)
+    assert s["errors"] == {"submission:RewardFileNotFoundError": 1} and s["agent_errors"] == 0
+    assert (s["submission_errors"], s["infrastructure_errors"]) == (1, 0)
     rows = [json.loads(line) for line in (tmp_path / "oracle" / "trials.jsonl").read_text().splitlines()]
-    assert {r["task"]: r["reward"] for r in rows}["no-reward"] is None and len(rows) == 5
+    assert {r["task"]: r["reward"] for r in rows}["no-reward"] == 0.0 and len(rows) == 5
     marin = json.loads((tmp_path / "oracle" / "harbor_result.json").read_text())
-    assert marin["accuracy"] == 1.0 and marin["unscored_trials"] == 1
+    assert marin["accuracy"] == 0.8 and marin["unscored_trials"] == 0
     # The oracle's one command runs the solution script: it reads nothing, runs nothing, and its
     # diff (the reference fix, in the bug's file) is what the verifier finds.
     generated = [r["process"] for r in rows if r["task"] not in ("hello", "no-reward")]
@@ -62,14 +65,15 @@ def test_oracle_scores_one_and_a_broken_task_is_an_unscored_infrastructure_error
     assert {k: v["rate"] for k, v in s["process"].items()} == {
         **dict.fromkeys(STEPS, 1.0),
         **dict.fromkeys(COMMAND_STEPS, 0.0),
+        "solved": 0.8,  # the task whose verifier writes no reward is the oracle's one failure
     }
-    assert s["process"]["file_localised"]["n"] == 3 and s["process"]["valid_action"]["n"] == 4
+    assert s["process"]["file_localised"]["n"] == 3 and s["process"]["valid_action"]["n"] == 5
 
 
 def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
     out = tmp_path / "nop"
     s = _run(task_folder, out, "nop", n_attempts=2)
-    assert (s["pass_at_1"], s["scored_trials"], s["pass_at_k"]) == (0.0, 8, {"1": 0.0, "2": 0.0})
+    assert (s["pass_at_1"], s["scored_trials"], s["pass_at_k"]) == (0.0, 10, {"1": 0.0, "2": 0.0})
     before = sorted(p.name for p in (out / "jobs" / "agent-eval").iterdir() if p.is_dir())
     again = _run(task_folder, out, "nop", n_attempts=2)
     assert sorted(p.name for p in (out / "jobs" / "agent-eval").iterdir() if p.is_dir()) == before
@@ -119,7 +123,7 @@ def test_the_steps_of_a_fix_are_what_a_scripted_agent_does(task_folder, tmp_path
         "diff": True,
     }
     assert rows[tasks[2]] == dict.fromkeys(STEPS, False) | {"valid_action": True}  # only the submission ran
-    assert s["process"]["solved"]["rate"] == s["pass_at_1"] == 0.25  # one of the four scored trials
+    assert s["process"]["solved"]["rate"] == s["pass_at_1"] == 0.2  # one of the five scored trials
 
 
 def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp_path):
@@ -135,7 +139,7 @@ def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps(script))
     s = _run(task_folder, tmp_path / "scripted", "scripted", replies=str(replies))
-    assert s["solved_trials"] == 2 and s["scored_trials"] == 4 and s["pass_at_1"] == 0.5
+    assert s["solved_trials"] == 2 and s["scored_trials"] == 5 and s["pass_at_1"] == 0.4
     rows = {r["task"]: r for r in map(json.loads, (tmp_path / "scripted" / "trials.jsonl").read_text().splitlines())}
     assert rows[tasks[0]]["reward"] == 1.0 and rows["hello"]["reward"] == 1.0 and rows[tasks[1]]["reward"] == 0.0
     assert rows[tasks[1]]["turns"] == 2 and rows[tasks[2]]["turns"] == 1 and rows[tasks[1]]["format_errors"] == 1
@@ -216,8 +220,10 @@ def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task
         grounding="hybrid",
     )
     s = agent_grade(cfg)
-    assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == "hybrid"
+    assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == s["grounding"] == "hybrid"
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
+    [trial] = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+    assert episode["grounding"] == trial["grounding"] == "hybrid"
     assert [t["route"] for t in episode["turns"]] == ["exact", "exact"]
     assert all(t["simulated"] == t["real"] and t["sim_tokens"] == 0 for t in episode["turns"])
     assert "1 file changed" in episode["turns"][1]["simulated"] and s["closed_loop"]["exact_token_share"] == 1.0
@@ -237,3 +243,46 @@ def test_an_agent_cannot_plant_its_verdict_or_drop_its_failure(task_folder, tmp_
     assert (s["scored_trials"], s["pass_at_1"], s["errors"]) == (1, 0.0, {})
     verifier = next((tmp_path / "planted" / "jobs").rglob("verifier"))
     assert not any(p.is_symlink() or not (p.is_file() or p.is_dir()) for p in verifier.rglob("*"))
+
+
+def test_a_command_cut_by_the_agent_timeout_is_gone_before_the_verifier_runs(tmp_path):
+    one = tmp_path / "tasks"
+    # The verifier rewards a heartbeat that still changes while it runs: a command that outlived
+    # the agent's step, free to rewrite /logs/verifier/reward.txt before Harbor downloads it.
+    beating = "a=$(cat /testbed/beat 2>/dev/null); sleep 1; b=$(cat /testbed/beat 2>/dev/null)\n"
+    beating += (
+        'mkdir -p /logs/verifier; if [ "$a" != "$b" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt\n'
+    )
+    _hand_task(one, "beat", "#!/bin/bash\n" + beating)
+    (one / "beat" / "task.toml").write_text(
+        'version = "1.0"\n\n[verifier]\ntimeout_sec = 60.0\n\n[agent]\ntimeout_sec = 3.0\n'
+    )
+    beat = "THOUGHT: beat.\n\n```bash\nwhile :; do date +%s%N > /testbed/beat; sleep 0.05; done\n```"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({"*": [beat, SUBMIT]}))
+    s = _run(one, tmp_path / "cut", "scripted", replies=str(replies))
+    assert (s["scored_trials"], s["pass_at_1"], s["errors"]) == (1, 0.0, {"agent:AgentTimeoutError": 1})
+
+
+def test_a_generated_task_is_graded_on_the_host_whatever_its_code_writes(task_folder, tmp_path):
+    import tomllib
+
+    task = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))[0]
+    meta = tomllib.loads((task_folder / task / "task.toml").read_text())["metadata"]
+    one = tmp_path / "tasks"
+    shutil.copytree(task_folder / task, one / task, symlinks=True)
+    _hand_task(one, "json-reward", "#!/bin/bash\necho '{\"reward\": 7}' > /logs/verifier/reward.json\n")
+    # The edited module, imported by the verifier, writes a passing reward, locks it and ends the check.
+    payload = (
+        "import os\\nopen('/logs/verifier/reward.txt', 'w').write('1\\\\n')\\n"
+        "os.chmod('/logs/verifier/reward.txt', 0o444)\\nos._exit(0)\\n"
+    )
+    edit = f"THOUGHT: edit.\n\n```bash\nprintf '{payload}' | cat - {meta['path']} > x && mv x {meta['path']}\n```"
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({task: [edit, SUBMIT], "*": [SUBMIT]}))
+    s = _run(one, tmp_path / "forged", "scripted", replies=str(replies))
+    rows = {r["task"]: r for r in map(json.loads, (tmp_path / "forged" / "trials.jsonl").read_text().splitlines())}
+    assert rows[task]["reward"] == 0.0 and rows[task]["exception"] is None
+    # Another task's reward.json (Harbor would read it first and take 7) is refused: a failed submission.
+    assert (rows["json-reward"]["reward"], rows["json-reward"]["error_kind"]) == (0.0, "submission")
+    assert (s["scored_trials"], s["pass_at_1"]) == (2, 0.0)

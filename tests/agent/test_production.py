@@ -62,3 +62,11 @@ def test_vllm_that_cannot_start_fails_in_one_line():
         vllm_server(model="/no/model", served_model="m", max_model_len=2048, port=18765),
     ):
         pass
+
+
+def test_vllm_serves_with_its_own_sampling_defaults_not_the_checkpoints():
+    from terminalworld.agent.vllm import vllm_command
+
+    argv = vllm_command(model="/ckpt", served_model="m", max_model_len=8192, port=8000, seed=0)
+    # Without it vLLM takes top-k / top-p from generation_config.json: not pure temperature sampling.
+    assert argv[argv.index("--generation-config") + 1] == "vllm"

@@ -26,7 +26,7 @@ def test_summary_by_hand():
         _row("a", 1.0),
         _row("b", 0.0),
         _row("b", 0.0, "AgentTimeoutError", "agent"),
-        _row("b", None, "VerifierTimeoutError", "infrastructure"),
+        _row("b", None, "EnvironmentStartTimeoutError", "infrastructure"),
     ]
     s = summarize(rows, n_attempts=3, n_tasks=3, dataset="d")
     rewards = [1.0, 0.0, 1.0, 0.0, 0.0]
@@ -39,7 +39,7 @@ def test_summary_by_hand():
     assert (s["attempted_trials"], s["scored_trials"], s["solved_trials"], s["unscored_trials"]) == (9, 5, 2, 4)
     assert s["errors"] == {
         "agent:AgentTimeoutError": 1,
-        "infrastructure:VerifierTimeoutError": 1,
+        "infrastructure:EnvironmentStartTimeoutError": 1,
         "infrastructure:no_result_written": 3,
     }
     assert (s["agent_errors"], s["infrastructure_errors"]) == (1, 4)
@@ -69,6 +69,13 @@ def test_trial_row_from_a_harbor_result():
     row = trial_row(result)
     assert row["reward"] == 1.0 and row["scored"] and row["error_kind"] == "agent"
     assert row["seconds"]["agent_execution"] == 2.5 and row["seconds"]["verifier"] is None
-    result["exception_info"] = {"exception_type": "RewardFileNotFoundError"}
+    # The code under test runs inside the verifier, so a verifier that failed on it is a failure,
+    # scored 0 whatever reward was recorded: never a trial taken out of pass@1's denominator.
+    for exc in ("RewardFileNotFoundError", "VerifierTimeoutError", "DownloadVerifierDirError"):
+        result["exception_info"] = {"exception_type": exc}
+        row = trial_row(result)
+        assert row["reward"] == 0.0 and row["scored"] and row["error_kind"] == "submission"
+        assert summarize([row], n_attempts=1, n_tasks=1, dataset="d")["pass_at_1"] == 0.0
+    result["exception_info"] = {"exception_type": "EnvironmentStartTimeoutError"}
     row = trial_row(result)
     assert row["reward"] is None and not row["scored"] and row["error_kind"] == "infrastructure"

@@ -341,7 +341,8 @@ def test_cli_render_and_show_mask(fixtures, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "[[Here be some dummy command:" in out.stdout and "| assistant |" in out.stdout
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"instance_id": "x", "messages": [{"role": "assistant", "content": "a"}]}\n')
+    good = json.dumps(json.loads((fixtures / "adp_swe-zero-12m" / "sample_raw.json").read_text())[0])
+    bad.write_text('{"instance_id": "x", "messages": [{"role": "assistant", "content": "a"}]}\n' + good + "\n")
     r = subprocess.run(
         [
             sys.executable,
@@ -363,9 +364,9 @@ def test_cli_render_and_show_mask(fixtures, tmp_path):
     # A record that is not a trajectory is counted and named with file and line; the pass goes on.
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     stats = json.loads(r.stdout[r.stdout.index("{") :])
-    assert stats["examples"] == 0 and stats["failed"] == {"malformed record": 1}
+    assert stats["examples"] == 1 and stats["failed"] == {"malformed record": 1}
     assert (stats["failures"][0]["file"], stats["failures"][0]["line"]) == (str(bad), 1)
-    assert (tmp_path / "o.jsonl").read_text() == ""
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 1
 
 
 def test_token_owners_rule_on_hand_made_offsets():

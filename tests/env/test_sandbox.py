@@ -39,6 +39,13 @@ def test_cannot_outlive_its_time_limit(sandbox, repo, token):
     assert not (repo / "late.txt").exists() and host_processes_with(f"sleep 60.{token}") == []
 
 
+def test_a_command_that_closes_its_output_still_ends_at_its_time_limit(sandbox, token):
+    t0 = time.monotonic()
+    r = sandbox.run(f"exec >&- 2>&-; sleep 60.{token}")  # nothing left to read: only the deadline ends it
+    assert r.timed_out and r.returncode == 124 and r.limits == ("time",)
+    assert time.monotonic() - t0 < 8 and host_processes_with(f"sleep 60.{token}") == []
+
+
 def test_output_flood_is_capped_with_an_exact_count(sandbox):
     r = sandbox.run("head -c 5000000 /dev/zero | tr '\\0' x")
     assert r.elided_chars == 4_992_000
@@ -98,6 +105,12 @@ def test_bundled_bwrap_by_default_system_only_when_asked(monkeypatch):
     with pytest.raises(SandboxUnavailable):
         bwrap_path()
     assert sb.memory_limit_kind() == ("cgroup-v1" if os.geteuid() == 0 else "rlimit")
+    monkeypatch.setenv("PATH", os.path.dirname(bwrap_path("bundled")))  # holds a file named bwrap
+    assert bwrap_path("system") == os.path.join(os.path.dirname(bwrap_path("bundled")), "bwrap")
+
+
+def test_without_the_memory_cgroup_the_limit_is_rlimit(make_sandbox):
+    assert make_sandbox(memory_cgroup=False).memory_limit_kind == "rlimit"
 
 
 @pytest.fixture

@@ -4,19 +4,20 @@ user space counted. Each runs as its own host uid, so "no process of that uid is
 and checks canaries outside the copy (owner, mode, contents) afterwards.
 """
 
+import contextlib
 import ctypes
 import os
 import platform
+import shutil
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from terminalworld.env.sandbox import Sandbox, SandboxConfig
+from terminalworld.env.sandbox import Sandbox, SandboxConfig, memory_limit_kind
 from terminalworld.errors import VerifierError
 from terminalworld.tasks.layout import verify
 
@@ -98,40 +99,149 @@ def test_a_command_that_frees_pid1_does_not_outlive_its_deadline(repo, workdir, 
     assert str(repo) not in r.output and str(workdir) not in r.output  # no host path in pid 1's command line
 
 
-class _Swapper(threading.Thread):
-    """A survivor's move: swap a folder of the copy with a symlink out of it, over and over."""
+SWAP = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+print("swapping", flush=True)
+while True:
+    libc.renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+"""
 
-    def __init__(self, a: Path, b: Path):
-        super().__init__(daemon=True)
-        self.a, self.b, self.stop = bytes(a), bytes(b), threading.Event()
-        self.libc = ctypes.CDLL(None, use_errno=True)
 
-    def run(self):
-        while not self.stop.is_set():
-            self.libc.renameat2(-100, self.a, -100, self.b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+@contextlib.contextmanager
+def swapping(a: Path, b: Path):
+    """A survivor's move, from a process of its own (racing the host's walks at full speed, as a
+    command's process would): swap a folder of the copy with a symlink out of it, over and over."""
+    proc = subprocess.Popen([sys.executable, "-c", SWAP, str(a), str(b)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "swapping\n"
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def not_handed_to(root: Path, uid: int, gid: int) -> list[str]:
+    """Entries of `root` (itself included; symlinks themselves, never followed) that are not owned by
+    `uid`/`gid` or keep a setuid or setgid bit: what a hand-over or hand-back failed to do."""
+    paths = [root]
+    for folder, dirs, files in os.walk(root):
+        paths += [Path(folder, name) for name in dirs + files]
+    found = [(p, os.lstat(p)) for p in paths]
+    return [
+        f"{p} {st.st_uid}:{st.st_gid} {st.st_mode:o}"
+        for p, st in found
+        if (st.st_uid, st.st_gid) != (uid, gid) or (not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o6000)
+    ]
+
+
+def host_state(folder: Path) -> dict[str, tuple]:
+    """Owner, group, mode and contents of `folder` and every entry in it (a canary folder outside a copy)."""
+    state = {".": (os.lstat(folder).st_uid, os.lstat(folder).st_gid, os.lstat(folder).st_mode, None)}
+    for p in folder.iterdir():
+        st = os.lstat(p)
+        state[p.name] = (st.st_uid, st.st_gid, st.st_mode, p.read_bytes() if stat.S_ISREG(st.st_mode) else None)
+    return state
+
+
+def setid(path: Path, owner: int) -> None:
+    """Make `path` a setuid and setgid file of `owner` (the hand-over or hand-back then has no owner to
+    change, which would clear the bits by itself: it must clear them)."""
+    os.chown(path, owner, owner)
+    os.chmod(path, 0o6755)
 
 
 @ROOT_ONLY
 def test_hand_over_and_back_never_touch_what_a_swapped_symlink_points_to(repo, workdir, canary):
-    outside = workdir / "outside"
+    uid = 61002
+    outside = workdir / "outside"  # host files a walk through the swapped symlink would reach
     outside.mkdir()
     (repo / "d").mkdir()
     for i in range(3000):
         (repo / "d" / f"f{i}").write_text("x")
-        (outside / f"f{i}").write_text("host\n")
-        os.chown(outside / f"f{i}", 4242, 4242)
+        (outside / f"f{i}").write_text(f"host {i}\n")
+        os.chown(outside / f"f{i}", 4242, 4243)
+        os.chmod(outside / f"f{i}", 0o6755 if i % 2 else 0o640)  # a walk that ran outside would clear these bits
+    os.chown(outside, 4242, 4243)
+    os.chmod(outside, 0o750)
     os.symlink(outside, repo / "s")
-    sandbox = make(repo, 61002)
-    swapper = _Swapper(repo / "d", repo / "s")
-    swapper.start()
-    try:
+    kept = [repo / f"k{k}" for k in range(4)]  # folders the swap never moves: handed over and back even while it races
+    for k in kept:
+        k.mkdir()
+        (k / "plain").write_text("x")
+        (k / "setid").write_text("#!/bin/sh\n")
+        os.symlink(outside / "f1", k / "link")
+    before = host_state(outside)
+    sandbox = make(repo, uid)
+    with swapping(repo / "d", repo / "s"):
         for _ in range(3):
-            sandbox.give_back(0, 0)
+            for k in kept:
+                setid(k / "setid", uid)
             sandbox.claim_repo()
-    finally:
-        swapper.stop.set()
-        swapper.join()
-    assert {os.lstat(p).st_uid for p in outside.iterdir()} == {4242} and canary()
+            assert [bad for k in kept for bad in not_handed_to(k, uid, uid)] == []
+            for k in kept:
+                setid(k / "setid", 0)
+            sandbox.give_back(0, 0)
+            assert [bad for k in kept for bad in not_handed_to(k, 0, 0)] == []
+    # The sandbox hands back only once the command's processes are gone: with the swapper stopped,
+    # one hand-back reaches the whole copy, wherever the swap left the folder and the symlink.
+    moved = next(p for p in (repo / "d", repo / "s") if stat.S_ISDIR(os.lstat(p).st_mode))
+    setid(moved / "f0", 0)
+    setid(moved / "f1", uid)
+    sandbox.give_back(0, 0)
+    assert not_handed_to(repo, 0, 0) == [] and len(os.listdir(moved)) == 3000
+    assert {os.readlink(k / "link") for k in kept} == {str(outside / "f1")}
+    assert host_state(outside) == before and canary()
+
+
+@ROOT_ONLY
+@pytest.mark.parametrize("move", ["swapped", "removed"])
+def test_a_folder_moved_mid_hand_back_is_skipped_and_the_rest_handed_back(repo, workdir, canary, monkeypatch, move):
+    """The swap test's race made certain: a racing process rarely lands between the walk's listing of
+    a folder and its step into it, so here the folder is swapped for the symlink out of the copy, or
+    removed, exactly then (as the hand-back changes its owner). The hand-back must neither raise nor
+    stop half way (issue 22, D4), nor follow the symlink."""
+    uid = 61006 if move == "swapped" else 61007
+    outside = workdir / "outside"
+    outside.mkdir()
+    (repo / "d").mkdir()
+    for i in range(20):
+        (repo / "d" / f"f{i}").write_text("x")
+        (outside / f"f{i}").write_text(f"host {i}\n")
+        os.chown(outside / f"f{i}", 4242, 4243)
+        os.chmod(outside / f"f{i}", 0o6755)
+    os.symlink(outside, repo / "s")
+    kept = [repo / f"k{k}" for k in range(4)]
+    for k in kept:
+        k.mkdir()
+        (k / "setid").write_text("#!/bin/sh\n")
+        os.symlink(outside / "f1", k / "link")
+    before = host_state(outside)
+    sandbox = make(repo, uid)
+    for k in kept:
+        setid(k / "setid", 0)
+    chown, moved = os.chown, []
+
+    def racing_chown(path, *args, **kwargs):
+        if path == "d" and not moved:
+            moved.append(path)
+            if move == "swapped":
+                libc = ctypes.CDLL(None, use_errno=True)
+                assert libc.renameat2(-100, bytes(repo / "d"), -100, bytes(repo / "s"), 2) == 0  # RENAME_EXCHANGE
+            else:
+                shutil.rmtree(repo / "d")
+        return chown(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "chown", racing_chown)
+    sandbox.give_back(0, 0)
+    monkeypatch.undo()
+    assert moved and not_handed_to(repo / "a.txt", 0, 0) == [] and os.lstat(repo).st_uid == 0
+    assert [bad for k in kept for bad in not_handed_to(k, 0, 0)] == []
+    assert host_state(outside) == before and canary()
+    sandbox.give_back(0, 0)  # once nothing races, the rest follows
+    assert not_handed_to(repo, 0, 0) == [] and host_state(outside) == before
 
 
 @ROOT_ONLY
@@ -170,8 +280,11 @@ def test_memfd_memory_is_charged_to_the_command(repo):
         "for fd in fds:\n    for _ in range(60):\n        os.write(fd, chunk)\nprint('held 480 MiB')\n"
     )
     (repo / "memfd.py").write_text(script)
+    kind = memory_limit_kind()
+    if kind == "rlimit":
+        pytest.skip("no usable memory controller (memory_limit_kind() is 'rlimit'): RLIMIT_AS does not count memfds")
     sandbox = make(repo, 61005, memory_bytes=256 << 20)
-    assert sandbox.memory_limit_kind == "cgroup-v1"
+    assert kind in ("cgroup-v1", "cgroup-v2") and sandbox.memory_limit_kind == kind
     r = sandbox.run("python3 memfd.py")
     assert "held 480 MiB" not in r.output and "memory" in r.limits
     assert processes_of(61005) == []

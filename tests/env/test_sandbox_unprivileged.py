@@ -2,6 +2,8 @@
 
 The project's interpreter may sit where another uid cannot reach it (under /root), so the caller is
 the system's python3 importing the sandbox module (standard library only) straight from the source tree.
+Each test runs as its own uid (as test_sandbox_hostile's do): under pytest-xdist the tests run at once,
+and "no process of that uid is left" or a per-uid process limit must not see a sibling test's caller.
 """
 
 import json
@@ -19,7 +21,8 @@ from terminalworld.env.sandbox import _blocked_on, bwrap_path
 from .conftest import host_processes_with
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-UID = 54321
+# One uid per test, unused by any other test (test_sandbox_hostile and test_sandbox_copies use 61xxx).
+SAME_BOUNDARY_UID, HOSTILE_UID, COPIES_UID = 54321, 54322, 54323
 PYTHON = "/usr/bin/python3"
 
 CALLER = """
@@ -32,20 +35,26 @@ print(json.dumps({k: [r.output, r.returncode, list(r.limits)] for k, r in ((k, s
 """
 
 
-def _usable() -> str | None:
+def _usable(uid: int) -> str | None:
     if os.geteuid() != 0:
         return "needs root to start the unprivileged caller"
     if not os.access(PYTHON, os.X_OK) or sys.version_info[:2] < (3, 11):
         return f"needs {PYTHON}"
-    if _blocked_on(str(SRC / "terminalworld"), UID, UID) or _blocked_on(bwrap_path(), UID, UID):
-        return f"uid {UID} cannot reach the source tree or bwrap"
+    if _blocked_on(str(SRC / "terminalworld"), uid, uid) or _blocked_on(bwrap_path(), uid, uid):
+        return f"uid {uid} cannot reach the source tree or bwrap"
     return None
 
 
-@pytest.mark.skipif(_usable() is not None, reason=str(_usable()))
+def unprivileged(uid: int):
+    """Skip unless this host can run the caller as `uid`."""
+    return pytest.mark.skipif(_usable(uid) is not None, reason=str(_usable(uid)))
+
+
+@unprivileged(SAME_BOUNDARY_UID)
 def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
-    os.chown(repo, UID, UID)
-    os.chown(repo / "a.txt", UID, UID)
+    uid = SAME_BOUNDARY_UID
+    os.chown(repo, uid, uid)
+    os.chown(repo / "a.txt", uid, uid)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -63,8 +72,8 @@ def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
     env = {"TERMINALWORLD_BWRAP": bwrap_path(), "TW_TEST_SECRET": f"secret-{token}", "PATH": "/usr/bin:/bin"}
     proc = subprocess.run(
         [PYTHON, "-c", CALLER, str(SRC), str(repo), json.dumps(commands)],
-        user=UID,
-        group=UID,
+        user=uid,
+        group=uid,
         extra_groups=[],
         env=env,
         cwd=str(workdir),
@@ -83,7 +92,7 @@ def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
     assert out["daemon"][0] == "started\n"
     time.sleep(1.5)
     assert not (repo / "late").exists() and host_processes_with(f"sleep 1.{token}") == []
-    assert os.lstat(repo / "made").st_uid == UID
+    assert os.lstat(repo / "made").st_uid == uid
     assert not (workdir / "escape").exists() and not os.path.exists(f"/usr/tw{token}")
     with pytest.raises(socket.timeout):
         listener.accept()
@@ -101,10 +110,11 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(_usable() is not None, reason=str(_usable()))
+@unprivileged(HOSTILE_UID)
 def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir):
     from .test_sandbox_hostile import INJECT, processes_of
 
+    uid = HOSTILE_UID
     (repo / "inject.py").write_text(INJECT)
     deep = "import os\nfor _ in range(2100):\n    os.mkdir('ab'); os.chdir('ab')\nopen('fill', 'wb').write(b'x' * (40 << 20))\n"
     (repo / "deep.py").write_text(deep)
@@ -112,7 +122,7 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
         "import os\nopen('f', 'w').close()\nfor i in range(4000):\n    os.link('f', f'l{i}')\n"
     )
     for p in [repo, *repo.iterdir()]:
-        os.chown(p, UID, UID)
+        os.chown(p, uid, uid)
     commands = {
         "survive": "python3 inject.py; (setsid sh -c 'sleep 4; echo late > late' &); cat /proc/1/cmdline; sleep 100",
         "key": 'python3 -c "import ctypes, os; l = ctypes.CDLL(None, use_errno=True); '
@@ -123,8 +133,8 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
     config = {"timeout_s": 2, "disk_bytes": 10 << 20}
     proc = subprocess.run(
         [PYTHON, "-c", HOSTILE_CALLER, str(SRC), str(repo), json.dumps(commands), json.dumps(config)],
-        user=UID,
-        group=UID,
+        user=uid,
+        group=uid,
         extra_groups=[],
         env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
         cwd=str(workdir),
@@ -134,9 +144,9 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert processes_of(UID) == []
+    assert processes_of(uid) == []
     time.sleep(4)
-    assert not (repo / "late").exists() and processes_of(UID) == []
+    assert not (repo / "late").exists() and processes_of(uid) == []
     assert out["survive"][1] == 124 and "ptrace: Operation not permitted" in out["survive"][0]
     assert str(repo) not in out["survive"][0]
     assert out["key"][0] == "-1 Operation not permitted\n"
@@ -161,20 +171,21 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(_usable() is not None, reason=str(_usable()))
+@unprivileged(COPIES_UID)
 def test_an_unprivileged_callers_copies_fall_back_to_the_walk(repo, workdir):
+    uid = COPIES_UID
     place = workdir / "copies"
     place.mkdir()
-    os.chown(place, UID, UID)
+    os.chown(place, uid, uid)
     deep = "import os\nfor _ in range(2100):\n    os.mkdir('ab'); os.chdir('ab')\nopen('f', 'wb').write(b'x' * (40 << 20))\n"
     commands = {
         "flood": "dd if=/dev/zero of=big bs=1M count=200 2>&1 | tail -1; sleep 5",
-        "deep": f'python3 -c "{deep}"',
+        "deep": f'python3 -c "{deep}"; sleep 5',  # still running at the next poll, however loaded the host
     }
     proc = subprocess.run(
         [PYTHON, "-c", COPY_CALLER, str(SRC), str(repo), str(place), json.dumps(commands)],
-        user=UID,
-        group=UID,
+        user=uid,
+        group=uid,
         extra_groups=[],
         env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
         cwd=str(workdir),

@@ -574,4 +574,59 @@ def test_a_skipped_hybrid_row_is_neither_served_nor_counted():
         "served_target_tokens": 30,
         "exact_token_share": 0.75,
         "served_matches_target": 1.0,
+        "served_by_family": {"other": 1},
     }
+
+
+def test_the_summary_counts_served_rows_apart_from_skipped_ones():
+    """Hybrid: every row is scored, skipped (with its reason) or served exactly, and the summary
+    counts the three apart; a served row is no skipped row (held-out hybrid once said 24 skipped
+    while its skipped list held 1)."""
+    import math
+
+    from terminalworld.eval.scoring import summarize
+
+    def row(i, **kw):
+        return {"instance_id": i, "repo": None, "grounding": "hybrid", **kw}
+
+    rows = [
+        row(
+            "run", route="generated", n_target_tokens=10, sum_nll=10.0, mean_nll=1.0, ppl=math.e, target_family="python"
+        ),
+        row("cat", route="exact", n_target_tokens=30, target_family="cat", served_matches_target=True),
+        row("ls", route="exact", n_target_tokens=20, target_family="ls", served_matches_target=True),
+        row("empty", route="exact", skipped="empty target observation: only its end-of-turn token would be scored"),
+    ]
+    cfg = ScoreConfig(model_path="m", heldout="h", out="o", grounding="hybrid")
+    s = summarize(rows, cfg, "m")
+    assert (s["n_trajectories"], s["n_scored"], s["n_skipped"], s["n_served"]) == (4, 1, 1, 2)
+    assert [x["instance_id"] for x in s["skipped"]] == ["empty"] and s["served_rows"] == 2
+    assert s["served_by_family"] == {"cat": 1, "ls": 1} and list(s["by_family"]) == ["python"]
+    assert s["exact_token_share"] == pytest.approx(50 / 60) and s["token_weighted_ppl"] == pytest.approx(math.e)
+    none = summarize([rows[0], rows[3]], ScoreConfig(model_path="m", heldout="h", out="o"), "m")
+    assert (none["n_scored"], none["n_skipped"], none["n_served"]) == (1, 1, 0)
+
+
+def test_resuming_under_another_grounding_mode_is_refused(heldout, tmp_path):
+    """A scores file begun under another `--grounding` is refused with one line before the model
+    loads, and kept: resuming it would mix two modes' rows under one summary. A row from before
+    grounding (no `grounding` field) is `none`'s."""
+    from terminalworld.errors import InputError
+    from terminalworld.grounding.modes import refuse_other_grounding
+
+    path, rows = heldout
+    out, partial = tmp_path / "s.jsonl", tmp_path / "s.jsonl.partial"
+    first = {"instance_id": rows[0]["instance_id"], "grounding": "retrieved", "n_target_tokens": 3, "ppl": 2.0}
+    partial.write_text(json.dumps(first) + "\n")
+    with pytest.raises(InputError, match=r"made with --grounding retrieved .*not none") as e:
+        score(ScoreConfig(model_path="no-such-model", heldout=str(path), out=str(out)))
+    assert "\n" not in str(e.value) and partial.read_text() == json.dumps(first) + "\n"
+    old = {k: v for k, v in first.items() if k != "grounding"}
+    partial.write_text(json.dumps(old) + "\n")
+    with pytest.raises(InputError, match=r"made with --grounding none .*not hybrid"):
+        score(ScoreConfig(model_path="no-such-model", heldout=str(path), out=str(out), grounding="hybrid"))
+    refuse_other_grounding({old["instance_id"]: old}, "none", str(out))  # its own mode resumes it
+    partial.unlink()
+    out.write_text(json.dumps(first) + "\n" + json.dumps({"_summary": True, "grounding": "retrieved"}) + "\n")
+    with pytest.raises(InputError, match="made with --grounding retrieved"):
+        score(ScoreConfig(model_path="no-such-model", heldout=str(path), out=str(out), grounding="replayed"))

@@ -61,11 +61,11 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         context_turns=3,
         agent_tasks=2,
         attempts=2,
-        harness={"max_turns": 2, "context_tokens": 2048, "max_tokens_per_turn": 16, "temperature": 0.8},
+        harness=pilot.SampledEpisodes(max_turns=2, context_tokens=2048, max_tokens_per_turn=16, temperature=0.8),
         sim_heldout_n=2,
         probes=10,
         loop_tasks=1,
-        sim={"max_new_tokens": 8},
+        sim=pilot.Decoding(max_new_tokens=8),
         workers=1,
         shard_rows=5,
     )

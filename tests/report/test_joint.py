@@ -40,3 +40,36 @@ def test_no_solves_is_said_in_plain_words():
     )
     assert joint["note"] == NO_SOLVES and NO_SOLVES in joint_markdown(joint)
     assert joint["opposite_directions"][0]["better_agent"] is None and not joint["opposite_directions"][0]["opposite"]
+
+
+def test_points_are_named_in_a_legend_whose_names_never_overlap():
+    """The demo's own rows: user and full share pass@1 0 and lie 6% apart in PPL, where labels
+    beside the points ran together ("userfull"); the legend names each model once, in its colour."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    from terminalworld.report.figures import model_colors
+    from terminalworld.report.joint import joint_figure
+
+    names = ["base", "assistant", "full", "user"]
+    medians = [938.3, 1768.4, 650.4, 612.5]
+    joint = joint_table(
+        [_cp(n, m) for n, m in zip(names, medians, strict=True)], {n: _g(0.0, 0.0, 0, 4) for n in names}
+    )
+    fig = joint_figure(joint)
+    (ax,) = fig.axes
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == names
+    colors = model_colors(names)
+    handles, labels = ax.get_legend_handles_labels()  # the errorbar each legend entry draws
+    assert labels == names
+    assert [to_hex(h.lines[0].get_color()) for h in handles] == [to_hex(colors[n]) for n in names]
+    assert not ax.texts  # no label drawn beside a point
+    boxes = [t.get_window_extent(renderer) for t in legend.get_texts()]
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if a.overlaps(b)]
+    # Outside the axes: the legend hides no point.
+    assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+    plt.close(fig)
+    assert joint_figure({"rows": [], "opposite_directions": [], "note": None}) is None

@@ -5,6 +5,7 @@ import json
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from terminalworld.report.site import (
 )
 from tests.paths import FIXTURES, REPO_ROOT
 from tests.report.conftest import SNAPSHOT, STRICT_BUILD_SECONDS, copy_docs, mkdocs_build
+from tests.report.test_browser import _machine_paths
 
 VERSION = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["reports"][0].rpartition("@")[2]
 REPORT = SNAPSHOT / "terminalworld" / "reports" / "world-model-probe" / VERSION
@@ -280,6 +282,52 @@ def test_no_external_fetch_in_the_built_site(built_site):
         text = page.read_text()
         assert not re.search(r'<(script|link)[^>]+(src|href)="(https?:)?//', text), page
     assert "fonts.googleapis" not in "".join(p.read_text() for p in built_site.site.rglob("*.css"))
+
+
+class _PageText(HTMLParser):
+    """A page's text as a reader sees it (markup, scripts and styles left out), entities decoded."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag, attrs) -> None:
+        self._hidden += tag in ("script", "style")
+
+    def handle_endtag(self, tag) -> None:
+        self._hidden -= tag in ("script", "style") and self._hidden > 0
+
+    def handle_data(self, data) -> None:
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def test_no_page_shows_a_machine_path_without_a_browser(built_site):
+    """The browser test's machine-path check on every generated page's text and on the search index
+    (what the search box shows), read from the files: it runs where chromium is missing, where the
+    browser test is skipped."""
+    local = [str(REPO_ROOT), str(built_site.root), *json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"]]
+    pages = sorted(built_site.site.rglob("*.html"))
+    found = {}
+    for page in pages:
+        parser = _PageText()
+        parser.feed(page.read_text())
+        if paths := _machine_paths(" ".join(parser.parts), local):
+            found[str(page.relative_to(built_site.site))] = paths
+    indexes = list(built_site.site.rglob("search_index.json"))
+    for index in indexes:
+        docs = json.loads(index.read_text())["docs"]
+        if paths := _machine_paths(" ".join(d["title"] + " " + d["text"] for d in docs), local):
+            found[str(index.relative_to(built_site.site))] = paths
+    assert not found, json.dumps(found, indent=1)
+    assert len(pages) > 15 and (built_site.site / "results" / "world-model-probe.html") in pages and indexes
+
+
+def test_the_page_text_reader_sees_a_path_in_text_not_in_markup():
+    parser = _PageText()
+    parser.feed('<p class="a">From <code>/home/me/x</code> &amp; <a href="/srv/y">z</a></p><script>"/tmp/q"</script>')
+    assert _machine_paths(" ".join(parser.parts), []) == ["/home/me/x"]
 
 
 def test_loss_mask_example_is_the_current_show_mask_output(capsys):

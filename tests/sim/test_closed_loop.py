@@ -1,6 +1,8 @@
 """The closed loop with a real shadow on a generated task: a simulator that is itself a real sandbox
 never diverges and the agent's belief agrees with the real verifier; a constant simulator diverges at
-the first turn and the agent never learns it submitted; the summary's gap and costs add up."""
+the first turn and the agent never learns it submitted; the summary's gap and costs add up; in
+hybrid mode each route's share counts the real observation's tokens; a rows file is never resumed
+across grounding modes."""
 
 import json
 import os
@@ -106,8 +108,26 @@ def test_hybrid_serves_exact_routes_from_the_shadow_and_counts_their_share(task)
         assert t.route == route(t.command)
         assert (t.simulated == t.real) if t.route == "exact" else (t.simulated == "nothing" and t.grounding_tokens > 0)
     assert episode.reward == 1.0  # the shadow holds the real fix whatever the simulator said
+    # Every turn counts the real observation's tokens, whichever route answered: a generated turn
+    # printed "nothing" (one token), but its share is what the task really output.
+    assert all(t.observation_tokens == grounder.count(t.real) for t in episode.turns)
+    generated = [t for t in episode.turns if t.route == "generated"]
+    assert all(t.observation_tokens > grounder.count(t.simulated) for t in generated if len(t.real) > 20)
     shares = route_shares(episode.turns)
-    exact = sum(t.observation_tokens for t in episode.turns if t.route == "exact")
-    assert shares["exact_token_share"] == exact / sum(t.observation_tokens for t in episode.turns)
+    exact = sum(grounder.count(t.real) for t in episode.turns if t.route == "exact")
+    assert shares["exact_token_share"] == exact / sum(grounder.count(t.real) for t in episode.turns)
+    shown = exact / (exact + sum(grounder.count(t.simulated) for t in generated))  # counting what was printed
+    assert shares["exact_token_share"] < shown
     assert shares["exact_turns"] == routes.count("exact")
     assert route_shares([]) == {} and "exact_token_share" in loop_summary([episode], [1.0], [0.1])
+
+
+def test_a_closed_loop_file_under_another_grounding_mode_is_not_resumed(task, tmp_path):
+    from terminalworld.errors import InputError
+    from terminalworld.sim.evaluate import SimEvalConfig, loop_file
+
+    out = tmp_path / "loop.jsonl"
+    (tmp_path / "loop.jsonl.partial").write_text(json.dumps({"instance_id": task.name, "grounding": "none"}) + "\n")
+    cfg = SimEvalConfig(model_path="fixture", out=str(out), tasks=str(task.parent), grounding="hybrid")
+    with pytest.raises(InputError, match="--grounding none"):
+        loop_file(cfg, None)  # refused before any episode runs

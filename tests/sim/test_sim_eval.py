@@ -1,8 +1,9 @@
 """`sim-eval` end to end on real held-out rows and the real SmolLM2 tokenizer and template: an oracle
 simulator scores exactly 1, a constant one exactly what it should, a looping one is degenerate; the
 real SmolLM2 backend is seeded, greedy is deterministic, the cap leaves a visible note, and a rerun
-resumes."""
+resumes, never across grounding modes; `--grounding none` reproduces sim-eval from before grounding."""
 
+import hashlib
 import json
 
 import pytest
@@ -128,3 +129,81 @@ def test_smollm2_backend_is_seeded_and_a_rerun_resumes(setup, tmp_path):
     out.unlink()
     (tmp_path / "r.jsonl.partial").write_text("\n".join(lines[:2]) + "\n")
     assert evaluate_file(_cfg(path, out, max_new_tokens=4), sim) == first
+
+
+class Recording:
+    """A generator that keeps, per prompt, a digest of its token ids, its length and the ids it
+    generated (the before-grounding expectation was recorded through the same wrapper)."""
+
+    def __init__(self, inner):
+        self.inner, self.calls = inner, []
+
+    def generate(self, prompts, **decoding):
+        out = self.inner.generate(prompts, **decoding)
+        digest = lambda p: hashlib.sha256(json.dumps(p).encode()).hexdigest()[:16]  # noqa: E731
+        self.calls += [[digest(p), len(p), o] for p, o in zip(prompts, out, strict=True)]
+        return out
+
+
+def test_grounding_none_reproduces_sim_eval_from_before_grounding(setup, tmp_path):
+    """`sim-eval --grounding none` gives what sim-eval gave before grounding existed: the same
+    prompts (token for token), the same generated tokens and the same scores, in both framings,
+    greedy and seeded sampling, at every depth. The committed expectation was made by the tree
+    before grounding (8c70445^) running this protocol: a seeded tiny Qwen3 on the three SWE-ZERO rows."""
+    from pathlib import Path
+
+    import torch
+
+    from terminalworld.core.assets import tiny_qwen3
+
+    torch.set_num_threads(1)
+    path, _, _, stop = setup
+    tok = load_tokenizer("smollm2")
+    model = tiny_qwen3(len(tok), seed=0).eval()
+    expected = json.loads((Path(__file__).parent / "sim_eval_before_grounding.json").read_text())
+    keep = ("instance_id", "generated", "generated_tokens", "prompt_tokens", "capped", "exact_match", "similarity")
+    keep += ("line_f1", "depths")
+    for mode in ("agent", "sim"):
+        for temperature, seed in ((0.0, 0), (1.0, 3)):
+            out = tmp_path / f"{mode}-{temperature}.jsonl"
+            cfg = _cfg(path, out, mode=mode, all_depths=True, max_new_tokens=12, temperature=temperature, seed=seed)
+            gen = Recording(HFGenerator(model, stop=stop, pad=stop[0]))
+            s = evaluate_file(cfg, Simulator(Renderer(tok, view=mode), gen, 12, temperature, seed))
+            rows = [json.loads(x) for x in out.read_text().splitlines()][:-1]
+            want = expected[f"{mode}:T{temperature}:seed{seed}"]
+            assert gen.calls == want["calls"]
+            assert [{k: r[k] for k in keep} for r in rows] == want["rows"]
+            assert {k: s[k] for k in want["summary"]} == want["summary"]
+            assert s["grounding"] == "none" and all(r["grounding"] == "none" for r in rows)
+
+
+def test_resuming_under_another_grounding_mode_is_refused(setup, tmp_path):
+    """A rows file begun under another `--grounding` is refused with one line, before the model
+    loads, and left as it was: resuming it would put two modes' rows under one summary."""
+    from terminalworld.errors import InputError
+    from terminalworld.sim.evaluate import sim_eval
+
+    path, rows, renderer, stop = setup
+    out = tmp_path / "g.jsonl"
+    partial = tmp_path / "g.jsonl.partial"
+    partial.write_text(json.dumps({"instance_id": rows[0]["instance_id"], "grounding": "hybrid"}) + "\n")
+    # "fixture" is no model: the refusal comes before any load.
+    with pytest.raises(InputError, match="--grounding hybrid") as e:
+        sim_eval(_cfg(path, out))
+    assert "\n" not in str(e.value)
+    with pytest.raises(InputError, match="--grounding hybrid"):
+        evaluate_file(_cfg(path, out), Simulator(renderer, Constant([1], stop)))
+    # A row from before grounding recorded no mode: it is `none`'s, refused under another mode.
+    partial.write_text(json.dumps({"instance_id": rows[0]["instance_id"]}) + "\n")
+    with pytest.raises(InputError, match="--grounding none"):
+        sim_eval(_cfg(path, out, grounding="retrieved"))
+    assert partial.read_text() == json.dumps({"instance_id": rows[0]["instance_id"]}) + "\n" and not out.exists()
+    # A finished file is refused under another mode too, and kept under its own.
+    partial.unlink()
+    s = evaluate_file(_cfg(path, out), Simulator(renderer, Constant([1], stop)))
+    assert s["n"] == len(rows) and s["grounding"] == "none"
+    before = out.read_text()
+    with pytest.raises(InputError, match="--grounding none"):
+        sim_eval(_cfg(path, out, grounding="hybrid"))
+    assert out.read_text() == before
+    assert evaluate_file(_cfg(path, out), Simulator(renderer, Constant([1], stop))) == s

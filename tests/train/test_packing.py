@@ -150,7 +150,7 @@ def test_levanter_loss_is_the_masked_mean_over_our_trained_tokens(levanter_datas
 def test_tiny_qwen3_trains_on_our_rows_and_exports_hf(levanter_dataset):
     from transformers import AutoModelForCausalLM
 
-    from terminalworld.train.sft import SftConfig, SftRecipe, run_sft
+    from terminalworld.train.sft import SftConfig, SftRecipe, TinyQwen3, run_sft
 
     _packed, _ds, tokdir, path, tmp = levanter_dataset
     recipe = SftRecipe(
@@ -164,7 +164,7 @@ def test_tiny_qwen3_trains_on_our_rows_and_exports_hf(levanter_dataset):
         seed=42,
         seq_len=SEQ_LEN,
         max_seq_len=SEQ_LEN,
-        tiny=TINY,
+        tiny=TinyQwen3(**TINY),
     )
     hf = run_sft(
         SftConfig(

@@ -4,6 +4,7 @@ generator output with its masks over the response; the world tensors are right-a
 carries the paper's recipe; the launcher pins SkyRL's commit."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from terminalworld.core.assets import load_tokenizer
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import OBSERVATION_PREFIX
 from terminalworld.train.echo.loss import env_prediction_loss
+from terminalworld.train.echo.miniature import EchoRecipe
 from terminalworld.train.rollout import Rollout
 from terminalworld.train.skyrl.bridge import (
     SKYRL_COMMIT,
@@ -103,11 +105,13 @@ def test_a_rollout_as_skyrl_generator_output():
 
 
 def test_config_carries_the_papers_recipe_and_the_launcher_pins_skyrl(tmp_path):
-    cfg = skyrl_config(EchoGrpoRecipe(), model="gs://b/hf", train_data="/t/train.jsonl", out="gs://b/out")
+    recipe = EchoGrpoRecipe.of(EchoRecipe(arm="echo"))
+    cfg = skyrl_config(recipe, command_timeout_s=10.0, model="gs://b/hf", train_data="/t/train.jsonl", out="gs://b/out")
     flat = dotted(cfg)
     expect = {
         "trainer.algorithm.world_model_coeff": 0.05,
         "trainer.algorithm.world_model_only": False,
+        "trainer.algorithm.command_timeout_s": 10.0,
         "generator.n_samples_per_prompt": 16,
         "trainer.train_batch_size": 16,
         "trainer.policy.optimizer_config.lr": 1e-6,
@@ -126,12 +130,26 @@ def test_config_carries_the_papers_recipe_and_the_launcher_pins_skyrl(tmp_path):
         "data.train_data": ["/t/train.jsonl"],
     }
     assert {k: flat[k] for k in expect} == expect
-    fsdp = dotted(skyrl_config(EchoGrpoRecipe(strategy="fsdp2"), model="m", train_data="d", out="o"))
+    fsdp2 = EchoGrpoRecipe.of(EchoRecipe(arm="echo"), strategy="fsdp2")
+    fsdp = dotted(skyrl_config(fsdp2, command_timeout_s=10.0, model="m", train_data="d", out="o"))
     assert not any(k.startswith("trainer.policy.megatron_config") for k in fsdp)
     command = skyrl_command(strategy="megatron", config_file="c.json")
     assert f"skyrl[megatron] @ git+https://github.com/NovaSky-AI/SkyRL@{SKYRL_COMMIT}" in command
     assert command[-4:] == ["-m", "terminalworld.train.skyrl.plugin", "--config", "c.json"]
     assert "skyrl[fsdp]" in " ".join(skyrl_command(strategy="fsdp2", config_file="c.json"))
+
+
+def test_the_skyrl_recipe_is_the_one_echo_recipe_under_skyrl_names():
+    grpo, env_only = (EchoGrpoRecipe.of(EchoRecipe(arm=a)) for a in ("grpo", "env-only"))
+    assert (grpo.lam, grpo.env_only) == (0.0, False) and (env_only.lam, env_only.env_only) == (0.05, True)
+    changed = EchoRecipe(arm="echo", lam=0.1, steps=7, prompts_per_step=3, samples_per_prompt=5, temperature=0.6)
+    changed = replace(changed, harness=replace(changed.harness, max_turns=4), learning_rate=2e-6, max_grad_norm=1.0)
+    r = EchoGrpoRecipe.of(changed)
+    assert (r.lam, r.max_steps, r.train_batch_size, r.n_samples_per_prompt, r.temperature) == (0.1, 7, 3, 5, 0.6)
+    assert (r.max_turns, r.context_tokens, r.max_tokens_per_turn) == (4, 16384, 2048)
+    assert (r.learning_rate, r.max_grad_norm, r.clip) == (2e-6, 1.0, changed.loss().clip_low)
+    flat = dotted(skyrl_config(r, command_timeout_s=3.0, model="m", train_data="d", out="o"))
+    assert flat["trainer.algorithm.command_timeout_s"] == 3.0
 
 
 def test_train_rows_are_the_harness_prompt_and_the_task_folder(tmp_path):

@@ -3,9 +3,12 @@ and Marin's accounting of scored, unscored and errored trials.
 
 Errors are split as Marin's Harbor runner splits them: an agent error (timeout, context length,
 non-zero exit) is the agent's failure and is scored with whatever the verifier found; an
-infrastructure error (environment start, verifier timeout, reward file missing, LLM transport) says
-nothing about the agent and leaves the trial unscored. `harbor_result.json` keeps Marin's field
-names so Marin's tooling reads ours.
+infrastructure error (environment start, LLM transport) says nothing about the agent and leaves the
+trial unscored. One departure from Marin: a verifier that failed after the agent ran (it timed out,
+wrote no reward, an unreadable or refused one) is a failed submission, scored 0, since the code under
+test runs inside the verifier and can cause each of these; unscored, an agent could take its
+failures out of pass@1's denominator. `harbor_result.json` keeps Marin's field names so Marin's
+tooling reads ours.
 """
 
 from __future__ import annotations
@@ -32,6 +35,25 @@ AGENT_ERRORS = frozenset(
 )
 
 
+SUBMISSION_ERRORS = frozenset(
+    {
+        "VerifierTimeoutError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierOutputParseError",
+        "DownloadVerifierDirError",
+    }
+)
+
+
+def error_kind(exc: str | None) -> str | None:
+    """Whose failure a trial's exception is: the agent's, the submission's (the verifier failed on
+    the code it ran; scored 0) or the infrastructure's (unscored)."""
+    if exc is None:
+        return None
+    return "agent" if exc in AGENT_ERRORS else "submission" if exc in SUBMISSION_ERRORS else "infrastructure"
+
+
 def trial_row(result: dict[str, Any]) -> dict[str, Any]:
     """One row per trial from Harbor's trial `result.json`: task, attempt key, reward, exception
     type, whether it is scored, turns, tokens and seconds per phase."""
@@ -40,7 +62,8 @@ def trial_row(result: dict[str, Any]) -> dict[str, Any]:
     rewards = verifier.get("rewards") or {}
     agent = result.get("agent_result") or {}
     meta = agent.get("metadata") or {}
-    scored = bool(rewards) and (exc is None or exc in AGENT_ERRORS)
+    kind = error_kind(exc)
+    scored = (bool(rewards) and kind in (None, "agent")) or kind == "submission"
 
     def seconds(phase: str) -> float | None:
         return _span(result.get(phase) or {})
@@ -48,10 +71,10 @@ def trial_row(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "task": result["task_name"],
         "trial": result["trial_name"],
-        "reward": float(rewards.get("reward", 0.0)) if scored else None,
+        "reward": (0.0 if kind == "submission" else float(rewards.get("reward", 0.0))) if scored else None,
         "scored": scored,
         "exception": exc,
-        "error_kind": None if exc is None else "agent" if exc in AGENT_ERRORS else "infrastructure",
+        "error_kind": kind,
         "outcome": meta.get("outcome"),
         "turns": meta.get("turns"),
         "format_errors": meta.get("format_errors"),
@@ -134,6 +157,7 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
         "tasks": n_tasks,
         "n_attempts": n_attempts,
         "agent_errors": sum(v for k, v in errors.items() if k.startswith("agent:")),
+        "submission_errors": sum(v for k, v in errors.items() if k.startswith("submission:")),
         "infrastructure_errors": sum(v for k, v in errors.items() if k.startswith("infrastructure:")),
     }
 

@@ -4,12 +4,32 @@ served with vLLM and graded by Harbor on a pinned benchmark in production."""
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, dataclass
 
 from terminalworld.agent.benchmarks import Benchmark
+from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, joined, local_copy, model_input, step
 
 SECRETS = ("DAYTONA_API_KEY",)  # Harbor's Daytona environment
+
+
+@dataclass(frozen=True, kw_only=True)
+class Episodes:
+    """A grade's episode limits: `agent-eval`'s flags of the same names. Marin fingerprints a
+    harness by its fields, so each plan passes exactly the fields it sets: these three,
+    `SampledEpisodes` with a temperature, or the whole `HarnessConfig`."""
+
+    max_turns: int
+    context_tokens: int
+    max_tokens_per_turn: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledEpisodes(Episodes):
+    """Episode limits with replies sampled at `temperature` (each attempt seeds its own sampling)."""
+
+    temperature: float
 
 
 def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None, per_repo: int = 1) -> None:
@@ -48,16 +68,25 @@ def task_suite(
     )
 
 
-def local_grade_fn(*, model: str | list, tasks: str, out: str, harness: dict, n_attempts: int) -> None:
+def local_grade_fn(
+    *, model: str | list, tasks: str, out: str, harness: Episodes | HarnessConfig, n_attempts: int
+) -> None:
     """Grade `model` (in process, on loopback) on the task folder `tasks` with Harbor."""
     from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 
-    cfg = AgentEvalConfig(tasks=tasks, out=out, agent="model", model=joined(model), n_attempts=n_attempts, **harness)
+    limits = asdict(harness)
+    cfg = AgentEvalConfig(tasks=tasks, out=out, agent="model", model=joined(model), n_attempts=n_attempts, **limits)
     agent_eval(cfg)
 
 
 def local_grade(
-    *, model: Model, model_name: str, tasks: TaskSet, harness: dict, n_attempts: int = 1, version: str
+    *,
+    model: Model,
+    model_name: str,
+    tasks: TaskSet,
+    harness: Episodes | HarnessConfig,
+    n_attempts: int = 1,
+    version: str,
 ) -> AgentGrade:
     """`model`'s agent grade on the generated tasks, every command in the sandbox."""
     return AgentGrade(
@@ -67,7 +96,7 @@ def local_grade(
             version=version,
             model=model_input(model),
             tasks=tasks.step,
-            harness=dict(harness),
+            harness=harness,
             n_attempts=n_attempts,
         ),
         model_name=model_name,
@@ -81,7 +110,7 @@ def harbor_grade_fn(
     model_name: str,
     benchmark: Benchmark,
     agent: str,
-    harness: dict,
+    harness: Episodes | HarnessConfig,
     n_attempts: int,
     secrets: list[str],
 ) -> None:
@@ -94,7 +123,7 @@ def harbor_grade_fn(
         raise InputError(f"the agent grade needs the secrets {', '.join(missing)} in its environment")
     with local_copy(out) as local:
         tasks = benchmark.tasks(os.path.join(local, "dataset"))
-        with vllm_server(model=joined(model), served_model=model_name, max_model_len=harness["context_tokens"]) as url:
+        with vllm_server(model=joined(model), served_model=model_name, max_model_len=harness.context_tokens) as url:
             cfg = AgentEvalConfig(
                 tasks=tasks,
                 out=local,
@@ -103,7 +132,7 @@ def harbor_grade_fn(
                 served_model=model_name,
                 environment="daytona",
                 n_attempts=n_attempts,
-                **harness,
+                **asdict(harness),
             )
             agent_eval(cfg)
 
@@ -114,7 +143,7 @@ def harbor_grade(
     model_name: str,
     benchmark: Benchmark,
     agent: str,
-    harness: dict,
+    harness: Episodes | HarnessConfig,
     n_attempts: int,
     resources=None,
     version: str,
@@ -131,7 +160,7 @@ def harbor_grade(
             model_name=model_name,
             benchmark=benchmark,
             agent=agent,
-            harness=dict(harness),
+            harness=harness,
             n_attempts=n_attempts,
             secrets=list(SECRETS),
         ),

@@ -19,7 +19,10 @@ from terminalworld.errors import StepFailed
 
 
 def vllm_command(*, model: str, served_model: str, max_model_len: int, port: int, seed: int) -> list[str]:
-    """The server's command line: the checkpoint's own chat template, bf16, one GPU."""
+    """The server's command line: the checkpoint's own chat template, bf16, one GPU, and vLLM's own
+    sampling defaults: since vLLM 0.9 the server otherwise takes top-k / top-p from the checkpoint's
+    `generation_config.json`, so a request giving only a temperature would not be pure temperature
+    sampling, as `core.decoding.hf_sample` is in the project's HF paths."""
     return [
         sys.executable,
         "-m",
@@ -34,6 +37,8 @@ def vllm_command(*, model: str, served_model: str, max_model_len: int, port: int
         "bfloat16",
         "--seed",
         str(seed),
+        "--generation-config",
+        "vllm",
         "--host",
         "127.0.0.1",
         "--port",

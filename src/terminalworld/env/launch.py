@@ -22,7 +22,8 @@ import re
 import select
 import signal
 import subprocess
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 from terminalworld.core import scratch
 from terminalworld.env import cgroup, seccomp
@@ -47,14 +48,21 @@ class Launched:
     init: int | None
     group: cgroup.Group | None
     token: int | None = None  # its entry in `scratch.at_termination`, which ends it at SIGTERM
+    _pidfd: threading.Lock = field(default_factory=threading.Lock, repr=False)  # `kill` and `end` share it
+
+    def kill(self) -> None:
+        """SIGKILL the sandbox's pid 1, and so its whole pid namespace, from any thread; the thread that
+        runs the command still reaps it in `end`."""
+        with self._pidfd:
+            if self.init is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self.init, signal.SIGKILL)
 
     def end(self) -> None:
         """Kill every process of the sandbox and return once all are gone (reaped, group empty)."""
         if self.token is not None:
             scratch.done(self.token)
-        if self.init is not None:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(self.init, signal.SIGKILL)
+        self.kill()
         try:  # the outer bwrap exits by itself once pid 1 is dead; it is killed only if it does not
             self.proc.wait(timeout=30 if self.init is not None else 0)
         except subprocess.TimeoutExpired:
@@ -64,8 +72,9 @@ class Launched:
         if self.init is not None:
             if not select.select([self.init], [], [], 30)[0]:
                 raise RuntimeError("the sandbox's pid 1 did not exit 30 s after SIGKILL")
-            os.close(self.init)
-            self.init = None
+            with self._pidfd:  # never closed under a `kill` from another thread, which could hit a reused fd
+                os.close(self.init)
+                self.init = None
         if self.group is not None:
             self.group.stop()
 

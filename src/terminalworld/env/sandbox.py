@@ -10,7 +10,9 @@ folders bound in (bwrap cannot hide a bind mount's source) but those on a copy's
 
 Each command gets fresh user, mount, pid, network, IPC, UTS and cgroup namespaces, no capability,
 no_new_privs, and a seccomp filter (`env.seccomp`: no ptrace or process-memory calls, no kernel
-keyring, no nested user namespace, ...) that bwrap loads into the sandbox's pid 1 too. Inside it is
+keyring, no nested user namespace, ...) that bwrap loads into the sandbox's pid 1 too. pid 1 stays
+dumpable, so a command can still rewrite its memory through /proc/1/mem; nothing relies on what pid 1
+does (the host kills the namespace through a pidfd and waits for it to empty). Inside it is
 uid 0 (`ls -l` shows `root root`, as in SWE-ZERO's containers) mapped to an unprivileged host uid:
 the caller's, or `SandboxConfig.host_uid` (65534) when the caller is root, since host root escapes
 RLIMIT_NPROC and owns every root-only file; a root host therefore gives the repository copy to that
@@ -59,6 +61,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, replace
 
@@ -314,7 +317,17 @@ class Sandbox:
         mounts = [copies.mount_of(p) for p in [self.repo_dir, *self.binds.values()]]
         self._mounts = sorted(set(mounts)) if None not in mounts and os.geteuid() == 0 else []
         self.disk_limit_kind = "tmpfs" if self._mounts else "walk"  # per sandbox: its folders decide
+        self._running: list[launch.Launched] = []
+        self._idle = threading.Condition()
         self.claim_repo()
+
+    def end_running(self) -> None:
+        """Kill every command running in this sandbox (from another thread) and return once each `run`
+        has ended it: a caller that gave up on a command (a cancelled agent step) must not leave it."""
+        with self._idle:
+            for started in self._running:
+                started.kill()
+            self._idle.wait_for(lambda: not self._running)
 
     def give_back(self, uid: int, gid: int) -> None:
         """Hand the repository copy and the bound folders to `uid`/`gid` (their owner before a root
@@ -376,6 +389,8 @@ class Sandbox:
             if group is not None:
                 group.stop()
             raise
+        with self._idle:
+            self._running.append(started)
         proc = started.proc
         assert proc.stdout is not None
         fd, out = proc.stdout.fileno(), Output(cfg.head_chars, cfg.tail_chars)
@@ -407,6 +422,9 @@ class Sandbox:
             oom_kills = group.oom_kills() if group is not None else 0
             started.end()  # every process of the sandbox is gone before the host looks at the copy
             proc.stdout.close()
+            with self._idle:
+                self._running.remove(started)
+                self._idle.notify_all()
         returncode = proc.returncode
         output, elided = out.render()
         if self._mounts:

@@ -1,6 +1,6 @@
 """Env-token perplexity of a model on held-out rows: the world-model probe's scorer.
 
-Span (DESIGN.md, "Env-token scoring"): the tokens of the target observation's content after the
+Span (docs/design.md, "Env-token scoring"): the tokens of the target observation's content after the
 literal prefix `Observation: `, by the same last-character ownership rule as the loss masks, plus
 its end-of-turn token. The conversation is rendered and tokenized once; the span is never derived
 by subtracting the length of a prefix render (Qwen3's template renders the last assistant turn
@@ -40,7 +40,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, comm
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import ppl_stats
-from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, refuse_other_grounding
 from terminalworld.options import option
 
 Mode = Literal["agent", "sim"]
@@ -282,8 +282,11 @@ def _row(base: dict[str, Any], spans: list[Span], logprobs: np.ndarray, all_dept
 
 def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> dict[str, Any]:
     """The `{"_summary": true, ...}` row: counts, the per-checkpoint statistics of the scored rows
-    (`eval.metrics.ppl_stats`), and the skipped rows with their reasons."""
+    (`eval.metrics.ppl_stats`), and the skipped rows with their reasons. Every row is exactly one
+    of scored, skipped (with its reason) or served (hybrid: the shadow gave the target exactly, so
+    it is counted, not scored)."""
     scored = [r for r in rows if "skipped" not in r and "ppl" in r]
+    skipped = [r for r in rows if "skipped" in r]
     stats = ppl_stats(scored)
     tokens = stats["tokens"]
     return {
@@ -295,10 +298,11 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         **({"grounding_budget": cfg.grounding_budget} if cfg.grounding != "none" else {}),
         "n_trajectories": len(rows),
         "n_scored": len(scored),
-        "n_skipped": len(rows) - len(scored),
+        "n_skipped": len(skipped),
+        "n_served": len(rows) - len(scored) - len(skipped),
         **stats,  # a checkpoint's statistics under `ppl_stats`' names, as the report shows them
         "mean_nll_per_token": stats["sum_nll"] / tokens if tokens else None,
-        "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in rows if "skipped" in r],
+        "skipped": [{"instance_id": r["instance_id"], "reason": r["skipped"]} for r in skipped],
         "by_bucket": {
             b: _ppl(bucket_rows) for b, bucket_rows in _by(scored, lambda r: token_bucket(r["n_target_tokens"]))
         },
@@ -336,9 +340,10 @@ def _ppl(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Hybrid mode: how many target rows and tokens the shadow served exactly, and how often the
-    served output equals the recorded one (empty outside hybrid mode). A skipped row (an empty
-    target) carries its route but no target, so it is neither served nor counted."""
+    """Hybrid mode: how many target rows and tokens the shadow served exactly (in all and per
+    target family), and how often the served output equals the recorded one (empty outside hybrid
+    mode). A skipped row (an empty target) carries its route but no target, so it is neither served
+    nor counted."""
     counted = [r for r in rows if "n_target_tokens" in r]
     served = [r for r in counted if r.get("route") == "exact" and r.get("grounding") == "hybrid"]
     if not any(r.get("grounding") == "hybrid" for r in rows):
@@ -351,6 +356,7 @@ def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "served_target_tokens": tokens,
         "exact_token_share": tokens / total if total else None,
         "served_matches_target": sum(matches) / len(matches) if matches else None,
+        "served_by_family": {f: len(g) for f, g in _by(served, lambda r: r.get("target_family", "other"))},
     }
 
 
@@ -359,8 +365,10 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     returns the summary row."""
 
     rows = read_heldout(cfg.heldout)
-    # Repeated ids, or another run's --out, are refused before the model loads.
-    resumable(cfg.out, [r["instance_id"] for r in rows], source=cfg.heldout)
+    # Repeated ids, another run's --out, or one made under another --grounding are refused before
+    # the model loads.
+    done = resumable(cfg.out, [r["instance_id"] for r in rows], source=cfg.heldout)
+    refuse_other_grounding(done, cfg.grounding, cfg.out)
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt

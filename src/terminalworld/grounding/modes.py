@@ -39,8 +39,10 @@ class GroundingOptions:
 
     grounding: GroundingMode = option("none", help="none, retrieved (start state), replayed (upper bound), hybrid")
     grounding_budget: int = option(2048, minimum=1, help="tokens of the grounding block (the module's truncation rule)")
-    grounding_tasks: str | None = option(None, help="task folder whose environment/repo grounds its sessions")
-    grounding_store: str | None = option(None, help="snapshot store (fsspec URL) of SWE-ZERO instances")
+    grounding_tasks: str | None = option(
+        None, path="input", help="task folder whose environment/repo grounds its sessions"
+    )
+    grounding_store: str | None = option(None, path="input", help="snapshot store (fsspec URL) of SWE-ZERO instances")
     grounding_output_chars: int = option(
         8000, minimum=2, help="the shadow's output cap (head and tail), as the recording's"
     )
@@ -151,6 +153,19 @@ class Grounder:
     def blocks(self, traj: Trajectory) -> dict[int, str]:
         """The grounding block of every turn of a recorded session (training rows)."""
         return blocks_of(self.trajectory(traj, range(len(traj.turns))))
+
+
+def refuse_other_grounding(done: dict[str, dict[str, Any]], mode: str, out: str) -> None:
+    """Raise `InputError` (one line) when a rows file being resumed holds rows made under another
+    grounding mode: resuming would mix two modes' rows under one summary. A row without the field
+    was written before grounding existed, which is `none`."""
+    for instance, row in done.items():
+        made = row.get("grounding", "none")
+        if made != mode:
+            raise InputError(
+                f"{out}: holds rows made with --grounding {made} (first: {instance}), not {mode}; "
+                "it is neither resumed nor mixed: give another --out or remove it"
+            )
 
 
 def blocks_of(grounded: dict[int, TurnGrounding]) -> dict[int, str]:

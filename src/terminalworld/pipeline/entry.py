@@ -15,7 +15,9 @@ recipe must not be served the pinned recipe's artifacts (Marin serves a finished
 same name and version whatever its recipe), so each recipe, nested ones included, that differs
 from its defaults while keeping the default `version` gets `{version}.{digest}`: a calendar version
 whose last part is 8 digits of the SHA-256 of the recipe. The same override is the same version, so
-a rerun resumes; a `--version` given explicitly is kept as it is.
+a rerun resumes; a `--version` given explicitly is kept as it is. A preset (`default`, such as the
+pilot's GPU sizes) replaces the class's defaults as the first layer, while versions still compare
+with the class's defaults, so each preset gets a version of its own.
 """
 
 from __future__ import annotations
@@ -153,10 +155,12 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     } | {k: v for k, v in base.items() if k not in over}
 
 
-def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = None) -> R:
-    """The recipe of `argv`, parsed with draccus and versioned by `versioned`: the class's defaults
-    (its default instance, so nested recipes built by a factory keep their values), then the YAML of
-    `--config_path`, then the flags, nested fields dotted. Bad flags exit with status 2 and usage."""
+def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = None, *, default: R | None = None) -> R:
+    """The recipe of `argv`, parsed with draccus and versioned by `versioned`: `default` (a preset;
+    without one, the class's default instance, so nested recipes built by a factory keep their
+    values), then the YAML of `--config_path`, then the flags, nested fields dotted. The version
+    compares with the class's defaults, so a preset other than them gets its own. Bad flags exit
+    with status 2 and usage."""
     import tempfile
 
     import draccus
@@ -165,7 +169,7 @@ def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = Non
     pre = argparse.ArgumentParser(prog=prog, add_help=False)
     pre.add_argument("--config_path")
     known, rest = pre.parse_known_args(argv)
-    layers = draccus.encode(recipe())
+    layers = draccus.encode(recipe() if default is None else default)
     if known.config_path:
         try:
             with open(known.config_path) as f:
@@ -193,10 +197,12 @@ def main[R](
     argv: Sequence[str] | None = None,
     *,
     recipe: type[R] | None = None,
+    default: R | None = None,
 ) -> int:
     """Print the plan, or with `--run` build it; returns the exit status (2 for an expected
     failure, printed in one line). With `recipe`, `targets` is a function of the recipe parsed from
-    the remaining flags (`parse_recipe`), and the plan starts with the fields the flags changed."""
+    the remaining flags on top of `default` (`parse_recipe`), and the plan starts with the fields
+    that differ from the class's defaults."""
     parser = argparse.ArgumentParser(description=description, add_help=recipe is None)
     parser.add_argument("--run", action="store_true", help="build the artifacts (default: print the plan)")
     parser.add_argument("--local", action="store_true", help="run accelerator steps on this machine anyway")
@@ -207,7 +213,7 @@ def main[R](
         if {"-h", "--help"} & set(rest):
             print(parser.format_help().replace("usage:", "run flags:", 1))
             print(f"{recipe.__name__} (the recipe; nested fields dotted, or --config_path FILE.yaml):")
-        parsed = parse_recipe(recipe, rest, prog=parser.prog)
+        parsed = parse_recipe(recipe, rest, prog=parser.prog, default=default)
         changed = overrides(parsed, recipe())
         if changed and not args.run:
             print(f"recipe {recipe.__name__}, overridden: " + "; ".join(changed))

@@ -1,9 +1,11 @@
 """The grounding report: env PPL per grounding mode and length bucket, fidelity per mode and family,
 and the share of observation tokens the hybrid router serves exactly.
 
-Inputs are the scorer's and `sim-eval`'s rows files, one per mode, on the same rows. PPL is
-token-weighted over the rows a mode scored; in hybrid mode the rows the shadow served exactly are
-not scored (their output is the real one) and are reported as a served share instead.
+Inputs are the scorer's and `sim-eval`'s rows files, one per mode, on the same rows (and the
+scores files' summary rows, for the breakdown by family). PPL is token-weighted over the rows a
+mode scored; in hybrid mode the rows the shadow served exactly are not scored (their output is the
+real one) and are reported as a served share instead. `benchmarks/grounding.py` writes the page
+from these tables.
 """
 
 from __future__ import annotations
@@ -100,18 +102,18 @@ def fidelity_by_family(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[st
     return out
 
 
-def fidelity_table(table: dict[str, dict[str, Any]]) -> str:
-    """Similarity (exact-match rate) per family and mode, as Markdown."""
+def _by_family_and_mode(table: dict[str, dict[str, Any]], cell) -> str:
+    """A Markdown table, a row per family and a column per mode, each cell `cell(value or None)`."""
     modes = list(table)
     families = sorted({f for per in table.values() for f in per})
     lines = ["| family | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
-    for fam in families:
-        cells = []
-        for m in modes:
-            c = table[m].get(fam)
-            cells.append("–" if c is None else f"{c['similarity']:.2f} ({c['exact_match']:.0%})")
-        lines.append(f"| {fam} | " + " | ".join(cells) + " |")
+    lines += [f"| {fam} | " + " | ".join(cell(table[m].get(fam)) for m in modes) + " |" for fam in families]
     return "\n".join(lines)
+
+
+def fidelity_table(table: dict[str, dict[str, Any]]) -> str:
+    """Similarity (exact-match rate) per family and mode, as Markdown."""
+    return _by_family_and_mode(table, lambda c: "–" if c is None else f"{c['similarity']:.2f} ({c['exact_match']:.0%})")
 
 
 def route_share(trajectories: Iterable[Trajectory], count) -> dict[str, Any]:
@@ -138,25 +140,77 @@ def route_share(trajectories: Iterable[Trajectory], count) -> dict[str, Any]:
     }
 
 
-def ppl_plot(table: dict[str, dict[str, Any]], out: str, name: str, title: str) -> str:
-    """Grouped bars: PPL per length bucket, one bar per mode (hybrid's over its generated rows)."""
+def ppl_by_family(summaries: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """Per mode and target family, from the scores files' summary rows: token-weighted PPL of the
+    scored rows, their count, and (hybrid) the rows the shadow served exactly."""
+    out: dict[str, dict[str, Any]] = {}
+    for mode, s in summaries.items():
+        if not s:
+            continue
+        served = s.get("served_by_family", {})
+        out[mode] = {
+            fam: {"n": c["n"] if c else 0, "ppl": c["ppl"] if c else None, "served": served.get(fam, 0)}
+            for fam in sorted(set(s["by_family"]) | set(served))
+            for c in [s["by_family"].get(fam)]
+        }
+    return out
+
+
+def family_table(table: dict[str, dict[str, Any]]) -> str:
+    """Token-weighted PPL (rows scored) per target family and mode, as Markdown."""
+
+    def cell(c: dict[str, Any] | None) -> str:
+        text = "–" if c is None or c["ppl"] is None else f"{c['ppl']:.2f} ({c['n']})"
+        return text + (f"; {c['served']} served exactly" if c is not None and c["served"] else "")
+
+    return _by_family_and_mode(table, cell)
+
+
+def ppl_plot(tables: dict[str, dict[str, dict[str, Any]]], out: str, name: str, title: str) -> str:
+    """One panel per row set: grouped bars of PPL per length bucket, one bar per mode (hybrid's over
+    its generated rows). A cell with nothing scored draws no bar; where the shadow served it all,
+    "served" is written at the panel's foot instead."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from terminalworld.report.figures import log_axis
+
     labels = [b for _, b in TOKEN_BUCKETS]
-    fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    width = 0.8 / len(table)
-    for k, (mode, per) in enumerate(table.items()):
-        values = [per[b]["ppl"] or 0.0 for b in labels]
-        bars = ax.bar([i + k * width for i in range(len(labels))], values, width, label=mode)
-        for bar, b in zip(bars, labels, strict=True):
-            if per[b]["served_rows"] and not per[b]["scored"]:
-                ax.annotate("served", (bar.get_x() + width / 2, 0.2), ha="center", fontsize=7, rotation=90)
-    ax.set_xticks([i + width * (len(table) - 1) / 2 for i in range(len(labels))], [f"{b} tokens" for b in labels])
-    ax.set_ylabel("env PPL (token-weighted)")
-    ax.set_yscale("log")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 3.6), squeeze=False)
+    for ax, (set_name, table) in zip(axes[0], tables.items(), strict=True):
+        width = 0.8 / len(table)
+        for k, (mode, per) in enumerate(table.items()):
+            xs = [i + k * width for i in range(len(labels))]
+            shown = [(x, per[b]["ppl"]) for x, b in zip(xs, labels, strict=True) if per[b]["ppl"] is not None]
+            # The mode's colour is fixed by its place, so a mode with no bar in a panel keeps its colour.
+            ax.bar([x for x, _ in shown], [v for _, v in shown], width, label=mode, color=f"C{k}")
+            for x, b in zip(xs, labels, strict=True):
+                if per[b]["served_rows"] and not per[b]["scored"]:
+                    # Axes-fraction height: on a log axis a data height near zero is off the plot.
+                    ax.text(
+                        x,
+                        0.03,
+                        "served",
+                        transform=ax.get_xaxis_transform(),
+                        ha="center",
+                        va="bottom",
+                        fontsize=7,
+                        rotation=90,
+                        color=f"C{k}",
+                    )
+        ax.set_xticks([i + width * (len(table) - 1) / 2 for i in range(len(labels))], [f"{b} tokens" for b in labels])
+        # Every mode's slot stays in view, drawn or not, so a "served" mark is never cut off.
+        ax.set_xlim(-0.6 * width, len(labels) - 1 + (len(table) - 0.4) * width)
+        ax.set_title(set_name, fontsize=9)
+        values = [per[b]["ppl"] for per in table.values() for b in labels if per[b]["ppl"] is not None]
+        if values:
+            # PPL 1 (the real output, certain) is the floor: a bar's height is then its log PPL.
+            ax.set_yscale("log")
+            ax.set_ylim(1, max(values) * 1.2)
+            log_axis(ax.yaxis)
+    axes[0][0].set_ylabel("env PPL (token-weighted)")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
     return save_plot(fig, out, name)

@@ -109,8 +109,9 @@ def joint_markdown(joint: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def joint_plot(joint: dict[str, Any], out: str) -> str | None:
-    """Scatter of pass@1 (with its stderr) against median env PPL, one point per checkpoint."""
+def joint_figure(joint: dict[str, Any]):
+    """Scatter of pass@1 (with its stderr) against median env PPL, one point per checkpoint, named in
+    a legend in the models' colours; None when no checkpoint has both grades."""
     rows = [
         r for r in joint["rows"] if r["pass_at_1"] is not None and r["median_ppl"] and math.isfinite(r["median_ppl"])
     ]
@@ -122,13 +123,23 @@ def joint_plot(joint: dict[str, Any], out: str) -> str | None:
     import matplotlib.pyplot as plt
 
     colors = model_colors([r["name"] for r in joint["rows"]])
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
     for r in rows:
         x, y, err = r["median_ppl"], r["pass_at_1"], r["pass_at_1_stderr"] or 0
-        ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, color=colors[r["name"]])
-        ax.annotate(r["name"], (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.errorbar(x, y, yerr=err, fmt="o", capsize=3, color=colors[r["name"]], label=r["name"])
+    # A legend, not a label beside each point: checkpoints often share a pass@1 (all 0 when none
+    # solves a task) and lie close in PPL, and labels beside such points run together ("userfull").
+    # Outside the axes it never hides a point either.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0, fontsize=8, title="model")
     log_axis(ax.xaxis)
     ax.set_xlabel("median env-token PPL (lower: better world model)")
     ax.set_ylabel("pass@1 (higher: better agent)")
     ax.set_title("Agent against world model")
-    return save_plot(fig, out, "agent_vs_world_model.png")
+    return fig
+
+
+def joint_plot(joint: dict[str, Any], out: str) -> str | None:
+    """`joint_figure` written as `out/agent_vs_world_model.png`; returns its path, or None when there
+    is nothing to plot."""
+    fig = joint_figure(joint)
+    return None if fig is None else save_plot(fig, out, "agent_vs_world_model.png")

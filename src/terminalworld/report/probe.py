@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
+from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
 from terminalworld.options import named_files, option, readable_file
 from terminalworld.report.figures import log_axis, model_colors, save_plot
@@ -163,9 +165,29 @@ def write_comparison(
     return table
 
 
+def grade_problem(summary: Any) -> str | None:
+    """Why an agent-eval summary cannot enter the tables (not an object; a missing or non-finite
+    pass@1 or its standard error; trial counts that are not whole numbers), or None."""
+    if not isinstance(summary, dict):
+        return "not an agent-eval summary (a JSON object)"
+    for k in ("pass_at_1", "pass_at_1_stderr"):
+        v = summary.get(k, "missing")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)):
+            return f"{k} is {v!r}, not a finite number"
+    for k in ("solved_trials", "scored_trials"):
+        if isinstance(summary.get(k), bool) or not isinstance(summary.get(k), int) or summary[k] < 0:
+            return f"{k} is {summary.get(k)!r}, not a count"
+    return None
+
+
 def read_grades(pairs: list[str]) -> dict[str, dict[str, Any]]:
     """`NAME=PATH` pairs of agent-eval summaries, read; raises `InputError` on a bad pair or file."""
-    return {name: read_json(path) for name, path in named_files(pairs, "--agent", "an agent-eval summary.json")}
+    grades = {}
+    for name, path in named_files(pairs, "--agent", "an agent-eval summary.json"):
+        grades[name] = read_json(path)
+        if problem := grade_problem(grades[name]):
+            raise InputError(f"{path}: {problem}")
+    return grades
 
 
 @dataclass(frozen=True)

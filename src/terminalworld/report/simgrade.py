@@ -4,9 +4,11 @@ episodes first diverge), from `sim-eval` outputs (the summary is each file's las
 
 from __future__ import annotations
 
-import json
+import math
+from collections.abc import Iterator
 from typing import Any
 
+from terminalworld.core.records import parse_json
 from terminalworld.errors import InputError
 from terminalworld.options import named_files
 from terminalworld.report.figures import model_colors, save_plot
@@ -22,13 +24,37 @@ UNMEASURED = (
 
 
 def read_summary(path: str) -> dict[str, Any]:
-    """The `_summary` row of a `sim-eval` output."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    last = json.loads(lines[-1]) if lines else {}
-    if not last.get("_summary"):
+    """The `_summary` row of a `sim-eval` output, checked: its tier (1, 2 or 3), per-family rates for
+    tiers 1 and 2, and every number finite. Raises `InputError` naming the file otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not a readable sim-eval output ({type(e).__name__})") from None
+    last, problem, _ = parse_json(lines[-1]) if lines else ({}, None, 1)
+    if problem:
+        raise InputError(f"{path}:{len(lines)}: {problem}")
+    if not isinstance(last, dict) or not last.get("_summary"):
         raise InputError(f"{path}: not a finished sim-eval output (no summary row last)")
+    if last.get("tier") not in (1, 2, 3):
+        raise InputError(f"{path}:{len(lines)}: tier is {last.get('tier')!r}, not 1, 2 or 3")
+    if last["tier"] != 3 and not isinstance(last.get("by_family"), dict):
+        raise InputError(f"{path}:{len(lines)}: a tier-{last['tier']} summary has no by_family rates")
+    if bad := next((k for k, v in _numbers(last) if not math.isfinite(v)), None):
+        raise InputError(f"{path}:{len(lines)}: {bad} is not a finite number")
     return last
+
+
+def _numbers(value: Any, key: str = "") -> Iterator[tuple[str, float]]:
+    """Every float in a JSON value, with its dotted key."""
+    if isinstance(value, float):
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _numbers(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{key}[{i}]")
 
 
 def read_sims(pairs: list[str]) -> dict[str, dict[int, dict[str, Any]]]:

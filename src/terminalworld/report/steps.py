@@ -1,9 +1,7 @@
-"""The report stage as Marin steps: the world-model probe's comparison of scored models, ECHO's
-miniature report, and the docs site built from report artifacts."""
+"""The report stage as Marin steps: the world-model probe's comparison of scored models, the
+pilot's scale-axis report, ECHO's miniature report, and the docs site built from report artifacts."""
 
 from __future__ import annotations
-
-import os
 
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
@@ -118,44 +116,20 @@ def pilot_report_fn(
     sims: dict[str, dict[str, str | list]],
     departures: list[str],
 ) -> None:
-    """The probe comparison (report.md, metrics.json, plots, agent and simulator tables) and the
-    pilot's own `pilot.json`: the scale axis, the sign tests, the findings checked, the steps of a
-    fix per checkpoint, the depth curve and the departures from the write-up."""
-    from terminalworld.core.records import atomic_output, read_json, write_json
-    from terminalworld.eval.metrics import read_results
-    from terminalworld.report.depth import depth_curve
-    from terminalworld.report.probe import write_comparison
-    from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table
-    from terminalworld.report.simgrade import read_summary
+    """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`)."""
+    from terminalworld.report.pilot import write_pilot_report
 
-    summaries = {name: read_json(joined(path)) for name, path in grades.items()}
-    sim = {name: {int(t): read_summary(joined(p)) for t, p in tiers.items()} for name, tiers in sims.items()}
-    paths = {name: joined(p) for name, p in scores.items()}
-    table = write_comparison(list(paths.values()), base, None, out, summaries, sim)
-    results = {name: read_results(p) for name, p in paths.items()}
-    axis = scale_table(table, results, arms=arms, scales=scales)
-    found = findings(axis)
-    process = process_table(summaries, [c["name"] for c in table["checkpoints"]])
-    depth = depth_curve(results, sorted(set.intersection(*(set(r.rows) for r in results.values()))))
-    text = scale_markdown(axis, found, process)
-    text += "\n## Departures from the write-up\n\n" + "".join(f"- {d}\n" for d in departures)
-    with atomic_output(os.path.join(out, "report.md")) as f:
-        f.write((table["markdown"] + "\n" + text).encode())
-    doc = {
-        "base": base,
-        "n_trajectories": table["n_common"],
-        "skipped": {name: len(r.skipped) for name, r in results.items()},
-        "scale_axis": axis,
-        "findings": found,
-        "process": process,
-        "depth_curve": depth,
-        "departures": departures,
-    }
-    write_json(os.path.join(out, PILOT_FILE), doc)
+    text = write_pilot_report(
+        scores={name: joined(path) for name, path in scores.items()},
+        out=out,
+        base=base,
+        arms=arms,
+        scales=scales,
+        grades={name: joined(path) for name, path in grades.items()},
+        sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in sims.items()},
+        departures=departures,
+    )
     print(text)
-
-
-PILOT_FILE = "pilot.json"
 
 
 def pilot_report(

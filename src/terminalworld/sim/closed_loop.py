@@ -92,7 +92,9 @@ class LoopTurn:
     sim_tokens: int
     real_seconds: float
     route: str = "generated"  # hybrid grounding: "exact" when the shadow's output was served
-    observation_tokens: int = 0  # tokens of the observation the agent saw (the simulator's tokenizer)
+    # Tokens of the real observation (the shadow's output, the simulator's tokenizer), whichever
+    # route answered: a generated turn's own text is capped, so counting it would shrink its share.
+    observation_tokens: int = 0
     grounding_tokens: int = 0
 
 
@@ -188,7 +190,7 @@ class ShadowedSimulator:
         turn = LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s)
         if g is not None:
             turn.route, turn.grounding_tokens = g.route, g.block_tokens
-            turn.observation_tokens = self.grounder.count(sim.text)
+            turn.observation_tokens = self.grounder.count(real)
         self.turns.append(turn)
         return sim.text
 
@@ -288,8 +290,9 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
 
 
 def route_shares(turns: list[LoopTurn]) -> dict[str, Any]:
-    """Hybrid grounding: the turns and the share of observation tokens each route served (empty
-    when no turn counted its tokens, i.e. without grounding)."""
+    """Hybrid grounding: the turns and the share of observation tokens each route served, counted
+    on the real observations (what the task's output is, not what a capped generation printed);
+    empty when no turn counted its tokens, i.e. without grounding."""
     total = sum(t.observation_tokens for t in turns)
     if not total:
         return {}

@@ -24,12 +24,12 @@ from terminalworld.agent.harness import HarnessConfig
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.render import build_renderer
-from terminalworld.core.resumable import model_label, resumable_rows
+from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
 from terminalworld.corpus.actions import action_message
 from terminalworld.corpus.solver import plan
 from terminalworld.errors import InputError
-from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, refuse_other_grounding
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
 from terminalworld.sim.closed_loop import (
@@ -219,8 +219,19 @@ def sim_eval(cfg: SimEvalConfig) -> dict[str, Any]:
         raise InputError("give exactly one of --heldout, --probes and --tasks")
     if cfg.agent == "model" and not cfg.agent_model:
         raise InputError("--agent model needs --agent-model")
+    _resume_check(cfg)  # before the model loads
     sim = simulator(cfg)
     return loop_file(cfg, sim) if cfg.tasks else evaluate_file(cfg, sim)
+
+
+def _resume_check(cfg: SimEvalConfig) -> None:
+    """Refuse an `--out` that another run, or a run under another `--grounding`, wrote."""
+    if cfg.tasks:
+        ids, source = [t.name for t in task_order(cfg.tasks)], cfg.tasks
+    else:
+        source = cfg.heldout or cfg.probes
+        ids = [r["instance_id"] for r in read_heldout(source)]
+    refuse_other_grounding(resumable(cfg.out, ids, source=source), cfg.grounding, cfg.out)
 
 
 def _agent(cfg: SimEvalConfig, task: Path, harness: HarnessConfig, model) -> Agent:
@@ -248,6 +259,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
         if cfg.agent == "model"
         else None
     )
+    _resume_check(cfg)
     tasks = task_order(cfg.tasks)
     grounder = None
     if cfg.grounding != "none":
@@ -298,6 +310,7 @@ def _episode(row: dict[str, Any]) -> LoopEpisode:
 
 def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
     """`sim_eval` with a given simulator."""
+    _resume_check(cfg)
     path = cfg.heldout or cfg.probes
     rows = read_heldout(path)
     name = model_label(cfg.model_name, cfg.model_path)

@@ -4,7 +4,9 @@ and the sandbox runs them too as the shadow Harbor's verifier grades, summarised
 
 `agent_grade` is the `agent-eval` command: Harbor's job and its trial rows (`agent.evaluate`), and
 in the simulated environment the closed-loop episodes of the job (`closed_loop.jsonl`, one row per
-trial) with their summary under the summary's `closed_loop`.
+trial) with their summary under the summary's `closed_loop`. In the simulated environment the
+grounding mode is recorded in every row of both files and in the summary, as `score` and
+`sim-eval` record it; the other environments have no simulator, so `--grounding` is refused there.
 """
 
 from __future__ import annotations
@@ -16,21 +18,32 @@ from typing import Any
 from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig, agent_eval
 from terminalworld.agent.results import trial_row
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
+from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.closed_loop import LoopEpisode, LoopTurn, loop_summary
 from terminalworld.sim.fidelity import similarity
 
 
 def agent_grade(cfg: AgentEvalConfig) -> dict[str, Any]:
-    """Run (or resume) the Harbor job; in the simulated environment, also write its closed loop."""
+    """Run (or resume) the Harbor job; in the simulated environment, also write its closed loop and
+    record the grounding mode in every trial row, every closed-loop row and the summary."""
+    if cfg.environment != "simulated" and cfg.grounding != "none":
+        # Only a simulator reads a grounding block: elsewhere the flag would be silently ignored.
+        raise InputError(f"--grounding {cfg.grounding} needs --environment simulated (got {cfg.environment})")
     summary = agent_eval(cfg)
     if cfg.environment != "simulated":
         return summary
     out = Path(cfg.out).resolve()
+    trials = out / "trials.jsonl"
+    rows = [json.loads(line) for line in trials.read_text().splitlines() if line.strip()]
+    with atomic_jsonl(str(trials)) as f:
+        for row in rows:
+            f.write(dumps_row({**row, "grounding": cfg.grounding}))
     episodes = harbor_loop(out / "jobs" / JOB_NAME)
     with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
         for e in episodes:
-            f.write(dumps_row(e.row()))
+            f.write(dumps_row({"grounding": cfg.grounding, **e.row()}))
+    summary["grounding"] = cfg.grounding
     summary["closed_loop"] = {"grounding": cfg.grounding, **loop_summary(episodes, [], [])}
     write_json(str(out / "summary.json"), summary)
     return summary
@@ -57,8 +70,9 @@ def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
                     t["sim_tokens"],
                     t["real_seconds"],
                     route=t.get("route", "generated"),
-                    # Harbor's environment has no tokenizer: its share counts a token per 4 characters.
-                    observation_tokens=len(t["simulated"]) // 4 + 1 if "route" in t else 0,
+                    # Harbor's environment has no tokenizer: its share counts a token per 4 characters
+                    # of the real output, whichever route answered (a generated turn's text is capped).
+                    observation_tokens=len(t["real"]) // 4 + 1 if "route" in t else 0,
                     grounding_tokens=t.get("grounding_tokens", 0),
                 )
             )

@@ -4,7 +4,8 @@ free-running grade on held-out rows (tier 1), probes (tier 2) or tasks with a re
 from __future__ import annotations
 
 import os
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
 
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import (
@@ -19,6 +20,22 @@ from terminalworld.pipeline.step import (
     model_input,
     step,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decoding:
+    """A simulator grade's decoding: `sim-eval`'s flags of the same names (`SimEvalConfig`). Marin
+    fingerprints a decoding by its fields, so a plan that sets more of them subclasses it with
+    exactly those (a field added here, even at its default, would move every grade made before)."""
+
+    max_new_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodingOn(Decoding):
+    """A decoding on a named device."""
+
+    device: Literal["cpu", "cuda"]
 
 
 def probes_fn(*, out: str, n: int, seed: int, exclude_from: list | None) -> None:
@@ -67,13 +84,15 @@ def snapshot_store(*, instances: str, version: str, clone_url: str = "https://gi
 
 
 def sim_grade_fn(
-    *, model: str | list, out: str, model_name: str, source: dict[str, Any], decoding: dict[str, Any]
+    *, model: str | list, out: str, model_name: str, source: dict[str, Any], decoding: Decoding | dict[str, Any]
 ) -> None:
-    """`sim-eval` of `model` on `source` ({"heldout"|"probes"|"tasks": path}), rows to `out`."""
+    """`sim-eval` of `model` on `source` ({"heldout"|"probes"|"tasks": path}), rows to `out`; `decoding`
+    is a `Decoding`, or its fields and `chat_template_from` in a dict (see `sim_grade`)."""
     from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
 
     paths = {k: joined(v) for k, v in source.items()}
-    options = {k: joined(v) if k == "chat_template_from" else v for k, v in decoding.items()}
+    fields = asdict(decoding) if isinstance(decoding, Decoding) else decoding
+    options = {k: joined(v) if k == "chat_template_from" else v for k, v in fields.items()}
     with local_copy(out) as local:  # the rows file resumes from what a preempted run put back
         cfg = SimEvalConfig(
             model_path=joined(model),
@@ -92,12 +111,13 @@ def sim_grade(
     heldout: HeldoutSet | None = None,
     probes: ProbeSet | None = None,
     tasks: TaskSet | None = None,
-    decoding: dict[str, Any],
+    decoding: Decoding,
+    chat_template_from: Model | None = None,
     resources=None,
     version: str,
 ) -> SimGrade:
-    """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3);
-    `decoding` holds `SimEvalConfig`'s other fields (max_new_tokens, temperature, backend, ...)."""
+    """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3),
+    rendered with `chat_template_from`'s chat template if given (a base model)."""
     if sum(x is not None for x in (heldout, probes, tasks)) != 1:
         raise ValueError("a simulator grade reads one of heldout, probes and tasks")
     tier, source = (
@@ -107,6 +127,9 @@ def sim_grade(
         if probes
         else (3, {"tasks": tasks.step})
     )
+    # Marin finds a dependency only inside lists, tuples and dicts, so a checkpoint's template joins
+    # the decoding's fields in a dict, where the grades made before this keyword carried it.
+    template = {"chat_template_from": model_input(chat_template_from)} if chat_template_from is not None else {}
     return SimGrade(
         step(
             artifacts.sim_grade(tier, model_name),
@@ -116,7 +139,7 @@ def sim_grade(
             model=model_input(model),
             model_name=model_name,
             source=source,
-            decoding=dict(decoding),
+            decoding={**asdict(decoding), **template} if template else decoding,
         ),
         model_name=model_name,
         tier=tier,

@@ -99,12 +99,13 @@ def discover(spec):
 
 
 def run_cases(cases):
-    """Run every case; print one line per case and return how many failed."""
+    """Run every case; print one line per case and return how many failed. A case without
+    "expected" (the host keeps it and decides) prints what the call returned, "passed" null."""
     failed = 0
     for case in cases:
         status, value = call(case["module"], case["function"], ast.literal_eval(case["args"]))
-        ok = status == "ok" and value == case["expected"]
-        failed += not ok
+        ok = status == "ok" and value == case["expected"] if "expected" in case else None
+        failed += ok is False
         got = value if status == "ok" else "raised " + value
         print(json.dumps({"id": case["id"], "passed": ok, "got": got}))
     return failed

@@ -9,10 +9,17 @@
     <task>/solution/solve.sh     applies the reverse patch
 
 The verifier is the one Harbor runs: `bash /tests/test.sh` inside the environment, with the
-repository at /testbed and the reward read from /logs/verifier/reward.txt. That file was written in
-the sandbox, by a script that runs the code under test, so the host reads it as hostile
-(`read_reward`): a no-follow, non-blocking open of a regular file of at most 64 bytes holding one
-number in [0, 1]; anything else is a `VerifierError`, an infrastructure error and not a score.
+repository at /testbed, printing one line per case to /logs/verifier/cases.jsonl and the reward to
+/logs/verifier/reward.txt. Both are written by a script that runs the code under test, which can
+write anything there, kill the script or read what it reads, so no verdict made inside can be
+trusted. Where the project runs the verifier (`verify`, and the Harbor sandbox environment) the
+verdict is the host's (`verdict`): the sandbox sees the cases without their expected values
+(`blind_cases`) and prints what each call returned, and the host compares with the values it alone
+holds; a case passes only when every line naming it shows the expected value, so a forged reward,
+a forged line, a missing file or a killed script is a failed check, scored 0, never a pass and
+never an unscored error. A task without cases (any other Harbor task) has only the reward its
+script wrote, read as hostile (`read_reward`): a no-follow, non-blocking open of a regular file of at
+most 64 bytes holding one number in [0, 1]; anything else is a `VerifierError`.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from terminalworld.errors import InputError, VerifierError
 
 REPO_DIR = "environment/repo"
 REWARD_BYTES = 64
+CASES_BYTES = 8 << 20  # more case output than this is flooding: a failed check
 _REWARD = re.compile(rb"[ \t]*(\d+(?:\.\d+)?)[ \t]*\n?")
 CHECK_SCRIPT = Path(__file__).with_name("casecheck.py")
 
@@ -133,24 +141,55 @@ def repo_copy(task_dir: Path, *, prefix: str = "tw-task-", dir: str | None = Non
 
 def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: SandboxConfig | None = None) -> float:
     """The reward of `repo_dir` (changed in place) under the task's tests, optionally after running
-    the task's `solution/solve.sh` first: Harbor's verifier steps, each command in the sandbox."""
+    the task's `solution/solve.sh` first: Harbor's verifier steps, each command in the sandbox. A
+    generated task's reward is the host's `verdict`; the reference solution is bound only to run it."""
+    cases_file = task_dir / "tests" / "cases.json"
+    cases = json.loads(cases_file.read_text()) if cases_file.is_file() else None
     harness = [task_dir / "tests", task_dir / "solution"]
     copies.make_room(os.path.dirname(repo_dir), sum(walk.tree_bytes(str(d)) for d in harness) + walk.ENTRY_BYTES * 4)
     tmp = scratch.make_dir("tw-verify-", os.path.dirname(repo_dir))
     try:
         os.chmod(tmp, 0o711)
-        binds = {"/tests": f"{tmp}/tests", "/solution": f"{tmp}/solution", "/logs": f"{tmp}/logs"}
+        binds = {"/tests": f"{tmp}/tests", "/logs": f"{tmp}/logs"}
         shutil.copytree(task_dir / "tests", binds["/tests"])
-        shutil.copytree(task_dir / "solution", binds["/solution"])
+        if cases is not None:
+            Path(binds["/tests"], "cases.json").write_text(blind_cases(cases))
+        if solve:
+            binds["/solution"] = f"{tmp}/solution"
+            shutil.copytree(task_dir / "solution", binds["/solution"])
         os.makedirs(f"{tmp}/logs/verifier")
         sandbox = Sandbox(str(repo_dir), config or SandboxConfig(timeout_s=60), binds=binds)
         if solve:
             sandbox.run("bash /solution/solve.sh")
         sandbox.run("bash /tests/test.sh")  # returns once every process of the sandbox is gone
+        if cases is not None:
+            return verdict(cases, walk.read_regular(f"{tmp}/logs", "verifier/cases.jsonl", max_bytes=CASES_BYTES))
         reward = read_reward(f"{tmp}/logs", "verifier")
     finally:
         scratch.remove_tree(tmp)
     return 0.0 if reward is None else reward
+
+
+def blind_cases(cases: list[dict[str, Any]]) -> str:
+    """The task's cases as the sandbox may see them: without the expected values."""
+    return json.dumps([{k: v for k, v in c.items() if k != "expected"} for c in cases], indent=1) + "\n"
+
+
+def verdict(cases: list[dict[str, Any]], output: bytes | None) -> float:
+    """1.0 when every case passed, else 0.0, from the case lines the sandbox printed (`output`, None
+    when there was no regular file of at most `CASES_BYTES`): a case passes when at least one line
+    names its id and every line that does shows `got` equal to its expected value. Lines that are
+    not such JSON objects are ignored (they cannot make a case pass)."""
+    seen: dict[str, list[Any]] = {}
+    for line in (output or b"").splitlines():
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(row, dict) and isinstance(row.get("id"), str):
+            seen.setdefault(row["id"], []).append(row.get("got"))
+    passed = [c["id"] in seen and all(g == c["expected"] for g in seen[c["id"]]) for c in cases]
+    return 1.0 if cases and all(passed) else 0.0
 
 
 def read_reward(root: str, verifier_dir: str) -> float | None:

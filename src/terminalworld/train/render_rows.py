@@ -24,12 +24,14 @@ from terminalworld.options import chat_template_file, loadable_tokenizer, option
 class RenderOptions:
     """Which trajectories, and how they are rendered: tokenizer, template, view, harness text, length."""
 
-    tokenizer: str = option(check=loadable_tokenizer, help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    tokenizer: str = option(
+        path="input", check=loadable_tokenizer, help="tokenizer folder, GGUF file, or qwen3 / smollm2"
+    )
     inputs: list[str] = option(
         flag="--in", path="input", help="trajectory file or glob; repeat (or comma-separate) for several"
     )
     chat_template: str | None = option(
-        None, check=chat_template_file, help="Jinja chat template file (default: the tokenizer's)"
+        None, path="input", check=chat_template_file, help="Jinja chat template file (default: the tokenizer's)"
     )
     max_len: int | None = option(None, minimum=1, help="cut rows after this many tokens")
     exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
@@ -142,6 +144,12 @@ def render_file(cfg: RenderConfig) -> dict[str, Any]:
     with row_writer(cfg.out) as write:
         for row in rendered_rows(items, renderer, cfg.arm, stats, grounder):
             write(row)
+        if not stats.examples and stats.failures:  # nothing rendered: no empty output passed off as a result
+            first = stats.failures[0]
+            raise InputError(
+                f"{first['file']}:{first['line']}: no trajectory rendered, {sum(stats.failed.values())} failed "
+                f"(first: {first['reason']}: {first['detail']})"
+            )
     return {"out": cfg.out, "arm": cfg.arm, "grounding": cfg.grounding, **asdict(stats)}
 
 

@@ -12,7 +12,7 @@ export. A rerun with the same `run_id` resumes from the newest Levanter checkpoi
 from __future__ import annotations
 
 import datetime
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from terminalworld.errors import InputError
@@ -86,7 +86,7 @@ class SftRecipe:
     seed: int
     seq_len: int
     max_seq_len: int
-    tiny: dict[str, int] | None = None  # TinyQwen3 fields: train from scratch (the local demo's base)
+    tiny: TinyQwen3 | None = None  # train from scratch at this shape (the local demo's base)
     steps: int | None = None  # train exactly this many steps (a scale of one run), instead of `epochs`
     lr_schedule: str = "cosine"  # Levanter's schedule name; "constant" holds the peak after warm-up
     # Levanter checkpoints: a rotating one every `checkpoint_minutes` (the newest kept; what a killed
@@ -96,9 +96,11 @@ class SftRecipe:
 
     def as_input(self) -> dict:
         """The recipe as a step input: the fields added after the first runs enter it only when set,
-        so checkpoints made before them keep their identity."""
+        so checkpoints made before them keep their identity. `tiny` stays a `TinyQwen3`, which Marin
+        fingerprints as the dict of its fields."""
         later = {"steps": None, "lr_schedule": "cosine", "checkpoint_minutes": 30.0, "checkpoint_every": None}
-        return {k: v for k, v in asdict(self).items() if k not in later or v != later[k]}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: v for k, v in values.items() if k not in later or v != later[k]}
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def train_lm_config(cfg: SftConfig):
             raise InputError(
                 "a run needs a model: initialize_from_hf, or the recipe's tiny shape to train from scratch"
             )
-        t = TinyQwen3(**r.tiny)
+        t = r.tiny
         model = Qwen3Config(
             max_seq_len=max_seq_len,
             hidden_dim=t.hidden_dim,

@@ -22,7 +22,7 @@ from terminalworld.pipeline.step import (
     step,
 )
 from terminalworld.pipeline.zephyr import Workers
-from terminalworld.train.echo.miniature import EchoRecipe
+from terminalworld.train.echo.miniature import COMMAND_TIMEOUT_S, EchoRecipe
 from terminalworld.train.sft import SftRecipe
 from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
 
@@ -204,10 +204,12 @@ def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: Echo
     )
 
 
-def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: EchoGrpoRecipe) -> None:
+def echo_grpo_fn(
+    *, policy: str | list, tasks: str, out: str, recipe: EchoGrpoRecipe, command_timeout_s: float = COMMAND_TIMEOUT_S
+) -> None:
     """ECHO's GRPO with SkyRL in its own environment on this step's GPUs: the tasks are copied to the
-    node (every command runs in the node's sandbox), checkpoints and exports go to `out`, and a
-    rerun resumes from the newest checkpoint there."""
+    node (every command runs in the node's sandbox, `command_timeout_s` at most), checkpoints and
+    exports go to `out`, and a rerun resumes from the newest checkpoint there."""
     import json
     import subprocess
     import tempfile
@@ -223,17 +225,20 @@ def echo_grpo_fn(*, policy: str | list, tasks: str, out: str, recipe: EchoGrpoRe
         fs.get(path.rstrip("/") + "/", f"{tmp}/tasks/", recursive=True)
         with open(f"{tmp}/train.jsonl", "w") as f:
             f.writelines(json.dumps(row) + "\n" for row in train_rows(f"{tmp}/tasks"))
-        config = skyrl_config(recipe, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out)
+        config = skyrl_config(
+            recipe, command_timeout_s=command_timeout_s, model=joined(policy), train_data=f"{tmp}/train.jsonl", out=out
+        )
         write_json(os.path.join(out, "skyrl_config.json"), config)
         write_json(f"{tmp}/config.json", config)
         env = dict(os.environ, PYTHONPATH=src)
         subprocess.run(skyrl_command(strategy=recipe.strategy, config_file=f"{tmp}/config.json"), env=env, check=True)
 
 
-def echo_grpo(
-    *, policy: Model, tasks: TaskSet, recipe: EchoGrpoRecipe, name: str, resources=None, version: str
-) -> RlRun:
-    """RL of `policy` on `tasks` with ECHO's objective (λ = 0 is plain GRPO) through SkyRL."""
+def echo_grpo(*, policy: Model, tasks: TaskSet, recipe: EchoRecipe, name: str, resources=None, version: str) -> RlRun:
+    """RL of `policy` on `tasks` with ECHO's objective (λ = 0 is plain GRPO) through SkyRL, under
+    `recipe` in SkyRL's names (`EchoGrpoRecipe.of`)."""
+    # The timeout is an input only when a recipe changes it, so runs planned before it keep their identity.
+    more = {"command_timeout_s": recipe.command_timeout_s} if recipe.command_timeout_s != COMMAND_TIMEOUT_S else {}
     return RlRun(
         step(
             artifacts.echo_rl(name),
@@ -242,6 +247,7 @@ def echo_grpo(
             resources=resources,
             policy=model_input(policy),
             tasks=tasks.step,
-            recipe=recipe,
+            recipe=EchoGrpoRecipe.of(recipe),
+            **more,
         )
     )

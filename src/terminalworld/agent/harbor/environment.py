@@ -14,12 +14,16 @@ host copies through directory descriptors that never follow a symlink (`env.walk
 replaces what stands in its way, a download copies folders and regular files only, so no symlink,
 FIFO or device a command made reaches the trial folder that Harbor's verifier reads on the host.
 After every command /logs/verifier is kept a real folder whose reward files are regular files, and
-when the verifier starts (its upload of /tests) it is made afresh by the host, after every command
-of the agent has ended; the downloaded reward must pass `tasks.layout.read_reward`
-(a regular file holding one number in [0, 1]), else the download fails: an infrastructure error,
-never a forged score. A command runs as the sandbox's uid 0 whatever `user` asks, with the sandbox's wall
-limit (`timeout_sec`, else `command_timeout_s`); a cancelled `exec` (Harbor's agent timeout)
-leaves its command to that limit.
+when the verifier starts (its upload of /tests) every command still running is killed and the
+folder is made afresh by the host. A cancelled `exec` (Harbor's agent timeout) kills its command and
+returns only once it is gone, so no command of the agent runs while the verifier does. A generated
+task (`tests/cases.json`) is graded by the host (`tasks.layout.verdict`): the uploaded /tests holds
+its cases without the expected values, and the download writes the host's reward from the case
+lines the sandbox printed, whatever reward file the code under test left; any other task's
+downloaded reward must pass `tasks.layout.read_reward` (a regular file holding one number in [0,
+1]; a reward.json is refused), else the download fails: an infrastructure error, never a forged
+score. A command runs as the sandbox's uid 0 whatever `user` asks, with the sandbox's wall limit
+(`timeout_sec`, else `command_timeout_s`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import shlex
 import shutil
 import stat
+import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
@@ -43,8 +48,9 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.core.views import sim_messages
 from terminalworld.env import copies, walk
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
+from terminalworld.errors import VerifierError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
-from terminalworld.tasks.layout import read_reward
+from terminalworld.tasks import layout
 
 BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
 VERIFIER_DIR = "/logs/verifier"
@@ -60,6 +66,9 @@ class SandboxEnvironment(BaseEnvironment):
         self._root: Path | None = None
         self._space = contextlib.ExitStack()  # the trial's copy (`env.copies`), removed at stop()
         self._sandbox: Sandbox | None = None
+        cases = self.environment_dir.parent / "tests" / "cases.json"
+        # A generated task's cases, expected values included, stay on the host, which grades them.
+        self._cases = json.loads(cases.read_text()) if cases.is_file() else None
 
     @staticmethod
     def type() -> str:
@@ -108,6 +117,8 @@ class SandboxEnvironment(BaseEnvironment):
 
     async def stop(self, delete: bool) -> None:
         """Remove the trial's folders when `delete` (otherwise when this process exits)."""
+        if self._sandbox is not None:
+            await asyncio.to_thread(self._sandbox.end_running)
         if delete:
             self._space.close()
 
@@ -129,12 +140,21 @@ class SandboxEnvironment(BaseEnvironment):
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         """Copy a host folder to a sandbox path; an upload to /tests starts the verifier, which gets a
         fresh /logs/verifier."""
-        if PurePosixPath(target_dir) == PurePosixPath("/tests"):
+        tests = PurePosixPath(target_dir) == PurePosixPath("/tests")
+        if tests:
+            assert self._sandbox is not None
+            await asyncio.to_thread(self._sandbox.end_running)
             top, below = self._place(VERIFIER_DIR)
             scratch.remove_tree(os.path.join(top, below))
             os.mkdir(os.path.join(top, below))
         self._make_room(str(source_dir))
         walk.copy_in(str(source_dir), *self._place(target_dir))
+        if tests and self._cases is not None and os.path.isfile(os.path.join(source_dir, "cases.json")):
+            top, below = self._place("/tests/cases.json")
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as blind:
+                blind.write(layout.blind_cases(self._cases))
+                blind.flush()
+                walk.copy_in(blind.name, top, below)
         await self._claim()
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
@@ -149,9 +169,16 @@ class SandboxEnvironment(BaseEnvironment):
         """Copy a sandbox folder's folders and regular files to the host; the verifier's reward is
         checked first."""
         top, below = self._place(source_dir)
-        if PurePosixPath(source_dir) == PurePosixPath(VERIFIER_DIR):
-            read_reward(top, below)
+        graded = PurePosixPath(source_dir) == PurePosixPath(VERIFIER_DIR)
+        if graded and self._cases is None:
+            if walk.lstat(top, f"{below}/reward.json") is not None:
+                raise VerifierError(f"{source_dir}/reward.json: refused; the reward is reward.txt alone")
+            layout.read_reward(top, below)
         walk.copy_out(top, below, str(target_dir))
+        if graded and self._cases is not None:
+            lines = walk.read_regular(top, f"{below}/cases.jsonl", max_bytes=layout.CASES_BYTES)
+            Path(target_dir, "reward.json").unlink(missing_ok=True)
+            Path(target_dir, "reward.txt").write_text(f"{layout.verdict(self._cases, lines):g}\n")
 
     async def exec(
         self,
@@ -165,7 +192,15 @@ class SandboxEnvironment(BaseEnvironment):
         assert self._sandbox is not None, "start() first"
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (self._merge_env(env) or {}).items())
         script = f"cd {shlex.quote(cwd)} && {{ {exports}{command}\n}}" if cwd else f"{exports}{command}"
-        result = await asyncio.to_thread(self._sandbox.run, script, timeout_s=timeout_sec or None)
+        run = asyncio.ensure_future(asyncio.to_thread(self._sandbox.run, script, timeout_s=timeout_sec or None))
+        try:
+            result = await asyncio.shield(run)
+        except asyncio.CancelledError:
+            while not run.done():  # a command still starting is not yet in `end_running`'s reach
+                await asyncio.to_thread(self._sandbox.end_running)
+                await asyncio.wait({run}, timeout=0.1)
+            await asyncio.to_thread(self._keep_verifier_dir)
+            raise
         await asyncio.to_thread(self._keep_verifier_dir)
         return ExecResult(stdout=result.output, stderr="", return_code=result.returncode)
 

@@ -25,6 +25,7 @@ import numpy as np
 from tqdm import tqdm
 
 from terminalworld.agent.harness import HarnessConfig
+from terminalworld.agent.steps import Episodes
 from terminalworld.core.assets import load_hf_model, load_tokenizer
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.records import write_json
@@ -41,11 +42,13 @@ from terminalworld.train.rollout import replayed
 
 Arm = Literal["grpo", "echo", "env-only"]
 ARMS: tuple[Arm, ...] = ("grpo", "echo", "env-only")
+COMMAND_TIMEOUT_S = 10.0  # the sandbox's wall limit per command, unless a recipe sets its own
 
 
 @dataclass(frozen=True, kw_only=True)
 class EchoRecipe:
-    """An arm's RL recipe; the defaults are the paper's where a miniature can keep them."""
+    """An arm's RL recipe, the miniature's and the SkyRL run's (`skyrl.bridge.EchoGrpoRecipe.of`); the
+    defaults are the paper's where a miniature can keep them."""
 
     arm: Arm
     lam: float = 0.05
@@ -55,10 +58,10 @@ class EchoRecipe:
     learning_rate: float = 1e-6
     max_grad_norm: float = 0.2
     temperature: float = 0.8
-    harness: dict = field(
-        default_factory=lambda: {"max_turns": 16, "context_tokens": 16384, "max_tokens_per_turn": 2048}
+    harness: Episodes = field(
+        default_factory=lambda: Episodes(max_turns=16, context_tokens=16384, max_tokens_per_turn=2048)
     )
-    command_timeout_s: float = 10.0
+    command_timeout_s: float = COMMAND_TIMEOUT_S
     seed: int = 0
 
     def loss(self) -> EchoLossConfig:
@@ -90,7 +93,7 @@ def run_arm(*, policy: str, tasks: str, heldout: str, out: str, recipe: EchoReci
     renderer = Renderer(tokenizer)
     model = load_hf_model(policy, "float32")
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate, weight_decay=0.0)
-    harness = HarnessConfig(**recipe.harness, temperature=recipe.temperature, seed=recipe.seed)
+    harness = HarnessConfig(**asdict(recipe.harness), temperature=recipe.temperature, seed=recipe.seed)
     sandbox = SandboxConfig(timeout_s=recipe.command_timeout_s)
     order = task_order(tasks)
     ids, held = heldout_rollouts(renderer, heldout)

@@ -21,10 +21,13 @@ data-parallel size and then divides both away, so a term added to the policy los
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from terminalworld.train.echo.loss import OBSERVATION_EPS
 from terminalworld.train.rollout import Rollout
+
+if TYPE_CHECKING:  # the miniature loads tqdm, which SkyRL's environment lacks
+    from terminalworld.train.echo.miniature import EchoRecipe
 
 SKYRL_REPO = "https://github.com/NovaSky-AI/SkyRL"
 SKYRL_COMMIT = "efd864b9f5ec44908780cd5f4160a6cebf191eef"  # PR #1716's head: ECHO's reference
@@ -79,29 +82,57 @@ def world_loss(action_log_probs, world_mask, full_observation_count, *, coeff: f
 
 @dataclass(frozen=True, kw_only=True)
 class EchoGrpoRecipe:
-    """ECHO's GRPO recipe on Qwen3-8B (the paper's values), as SkyRL config fields."""
+    """One ECHO arm as SkyRL's config fields: an `EchoRecipe` under SkyRL's names (`of`), plus what
+    only the SkyRL run sets (weight decay, warm-up, strategy, GPUs; the paper's values on Qwen3-8B).
+    It is the run's step input, and Marin fingerprints it by its fields, so it keeps the flat shape
+    of the plans made before the recipes were one."""
 
-    lam: float = 0.05
-    env_only: bool = False
-    train_batch_size: int = 16  # prompts per step
-    n_samples_per_prompt: int = 16
-    learning_rate: float = 1e-6
-    max_grad_norm: float = 0.2
+    lam: float
+    env_only: bool
+    train_batch_size: int  # prompts per step
+    n_samples_per_prompt: int
+    learning_rate: float
+    max_grad_norm: float
     weight_decay: float = 0.01
     warmup_steps: int = 20
-    clip: float = 0.2
-    temperature: float = 0.8
-    max_turns: int = 16
-    context_tokens: int = 16384
-    max_tokens_per_turn: int = 2048
-    max_steps: int = 100
+    clip: float
+    temperature: float
+    max_turns: int
+    context_tokens: int
+    max_tokens_per_turn: int
+    max_steps: int
     strategy: str = "megatron"  # Marin's SkyRL runs Megatron; "fsdp2" is the reference's own path
     gpus: int = 8
 
+    @classmethod
+    def of(cls, recipe: EchoRecipe, **skyrl: Any) -> EchoGrpoRecipe:
+        """`recipe` as SkyRL's fields: its loss's λ, env-only switch and clipping ε (the same on both
+        sides), its batch, optimiser, sampling and turn limits; `skyrl` sets the SkyRL-only fields.
+        The recipe's seed stays with the miniature: SkyRL seeds its own run."""
+        loss, h = recipe.loss(), recipe.harness
+        return cls(
+            lam=loss.lam,
+            env_only=loss.env_only,
+            train_batch_size=recipe.prompts_per_step,
+            n_samples_per_prompt=recipe.samples_per_prompt,
+            learning_rate=recipe.learning_rate,
+            max_grad_norm=recipe.max_grad_norm,
+            clip=loss.clip_low,
+            temperature=recipe.temperature,
+            max_turns=h.max_turns,
+            context_tokens=h.context_tokens,
+            max_tokens_per_turn=h.max_tokens_per_turn,
+            max_steps=recipe.steps,
+            **skyrl,
+        )
 
-def skyrl_config(recipe: EchoGrpoRecipe, *, model: str, train_data: str, out: str) -> dict[str, Any]:
+
+def skyrl_config(
+    recipe: EchoGrpoRecipe, *, command_timeout_s: float, model: str, train_data: str, out: str
+) -> dict[str, Any]:
     """The SkyRL config (Hydra-shaped) of one ECHO run: GRPO with prompt-level advantage
-    normalisation, sequence-mean aggregation, no KL, and the world-model coefficient."""
+    normalisation, sequence-mean aggregation, no KL, the world-model coefficient, and the sandbox's
+    wall limit per command (the recipe's `command_timeout_s`)."""
     parallel = {
         "tensor_model_parallel_size": 1,
         "pipeline_model_parallel_size": 1,
@@ -142,6 +173,7 @@ def skyrl_config(recipe: EchoGrpoRecipe, *, model: str, train_data: str, out: st
                 "loss_reduction": "sequence_mean",
                 "world_model_coeff": recipe.lam,
                 "world_model_only": recipe.env_only,
+                "command_timeout_s": command_timeout_s,
                 "temperature": recipe.temperature,
             },
             "max_steps": recipe.max_steps,
