@@ -59,3 +59,14 @@ def test_the_code_under_test_cannot_forge_its_verdict(generated_tasks, workdir, 
     # The same payload beside the fix changes nothing either: the host grades what the calls return.
     subprocess.run(["git", "apply", "-"], input=layout.solution_patch(task), text=True, cwd=repo, check=True)
     assert layout.verify(task, repo) == (0.0 if "os._exit" in payload or "kill" in payload else 1.0)
+
+
+def test_the_host_runs_its_own_case_runner_whatever_the_task_folder_carries(generated_tasks, workdir):
+    entry = json.loads((generated_tasks / "manifest.json").read_text())["tasks"][0]
+    task = workdir / "task"
+    subprocess.run(["cp", "-a", str(generated_tasks / entry["task_id"]), str(task)], check=True)
+    # A task made before the verdict moved to the host carries a runner that needs expected values.
+    (task / "tests" / "check.py").write_text("import sys\nsys.exit(3)\n")
+    repo = workdir / "repo"
+    subprocess.run(["cp", "-a", str(task / layout.REPO_DIR), str(repo)], check=True)
+    assert layout.verify(task, repo, solve=True) == 1.0

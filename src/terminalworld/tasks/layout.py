@@ -152,8 +152,9 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
         os.chmod(tmp, 0o711)
         binds = {"/tests": f"{tmp}/tests", "/logs": f"{tmp}/logs"}
         shutil.copytree(task_dir / "tests", binds["/tests"])
-        if cases is not None:
+        if cases is not None:  # the host's own case runner: a task made before blind cases has an older copy
             Path(binds["/tests"], "cases.json").write_text(blind_cases(cases))
+            shutil.copyfile(CHECK_SCRIPT, Path(binds["/tests"], "check.py"))
         if solve:
             binds["/solution"] = f"{tmp}/solution"
             shutil.copytree(task_dir / "solution", binds["/solution"])
