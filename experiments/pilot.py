@@ -52,7 +52,9 @@ ARMS = ("assistant", "full", "user")
 # Each step's cost on 2 cores, from two measurements of SmolLM2-135M-Instruct (float32):
 # - quiet: the project's committed benchmarks on an otherwise idle machine: generation 6.0 tokens/s
 #   end to end at 2.2K-token prompts (benchmarks/results/sim.json: about 2 ms per prompt token and
-#   12 tokens/s after it), scoring 5 ms per row token, Levanter SFT 60-80 tokens/s (DESIGN.md).
+#   12 tokens/s after it), scoring 5 ms per row token; Levanter SFT 60 tokens/s is a planning figure,
+#   not a committed measurement (the pilot's own first steps on 2026-12-05 ran 4,096-token sequences
+#   at 34-42 tokens/s while tests shared the machine, 1-minute load 4-9).
 # - shared: benchmarks/pilot_throughput.py on 2026-12-04 while other jobs ran (1-minute load 8-22 on
 #   2 cores): scoring 17.6 s per 2,048-token row, 32.6 s per 4,096, 57.5 s per 8,192; Levanter SFT
 #   8.6 tokens/s on 2,048-token sequences at load 22 (a 3-step run at 4,096 did not finish in 15
@@ -68,7 +70,7 @@ CPU_QUIET = Throughput(
     startup_s=60.0,
     trial_overhead_s=2.0,
     sandbox_command_s=0.1,
-    source="the project's committed benchmarks (benchmarks/results/sim.json, scoring.json) and DESIGN.md",
+    source="the project's committed benchmarks (benchmarks/results/sim.json, scoring.json); SFT assumed",
 )
 CPU_SHARED = Throughput(
     name="2 cores shared",

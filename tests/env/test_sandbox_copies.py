@@ -46,7 +46,6 @@ def canary(workdir):
 def test_a_flood_and_a_tree_past_path_max_stop_at_the_kernels_cap(source, workdir, canary):
     uid = 61101
     config = SandboxConfig(timeout_s=20, disk_bytes=10 << 20, host_uid=uid, host_gid=uid)
-    before = copy_mounts()
     assert disk_limit_kind() == "tmpfs"
     with copies.repo_copy(str(source), prefix="tw-cap-", dir=str(workdir), disk_bytes=config.disk_bytes) as repo:
         assert copies.mount_of(repo) == os.path.dirname(repo) and os.readlink(f"{repo}/link") == "a.txt"
@@ -65,7 +64,8 @@ def test_a_flood_and_a_tree_past_path_max_stop_at_the_kernels_cap(source, workdi
         mountinfo = sandbox.run("cat /proc/self/mountinfo").output
         assert str(workdir) not in mountinfo  # the copy's own filesystem: no host path to show
         assert processes_of(uid) == [] and canary()
-    assert not os.path.exists(os.path.dirname(repo)) and copy_mounts() == before
+    # Only this copy's mount is checked: other processes on the host make and remove copies meanwhile.
+    assert not os.path.exists(os.path.dirname(repo)) and os.path.dirname(repo) not in copy_mounts()
 
 
 @ROOT_ONLY
