@@ -221,6 +221,7 @@ def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task
     )
     s = agent_grade(cfg)
     assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == s["grounding"] == "hybrid"
+    assert [json.loads(x)["grounding"] for x in (out / "trials.jsonl").read_text().splitlines()] == ["hybrid"]
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
     [trial] = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
     assert episode["grounding"] == trial["grounding"] == "hybrid"

@@ -612,7 +612,7 @@ def test_resuming_under_another_grounding_mode_is_refused(heldout, tmp_path):
     loads, and kept: resuming it would mix two modes' rows under one summary. A row from before
     grounding (no `grounding` field) is `none`'s."""
     from terminalworld.errors import InputError
-    from terminalworld.grounding.modes import refuse_other_grounding
+    from terminalworld.grounding.modes import same_grounding
 
     path, rows = heldout
     out, partial = tmp_path / "s.jsonl", tmp_path / "s.jsonl.partial"
@@ -625,7 +625,7 @@ def test_resuming_under_another_grounding_mode_is_refused(heldout, tmp_path):
     partial.write_text(json.dumps(old) + "\n")
     with pytest.raises(InputError, match=r"made with --grounding none .*not hybrid"):
         score(ScoreConfig(model_path="no-such-model", heldout=str(path), out=str(out), grounding="hybrid"))
-    refuse_other_grounding({old["instance_id"]: old}, "none", str(out))  # its own mode resumes it
+    same_grounding("none", str(out))({old["instance_id"]: old})  # its own mode resumes it
     partial.unlink()
     out.write_text(json.dumps(first) + "\n" + json.dumps({"_summary": True, "grounding": "retrieved"}) + "\n")
     with pytest.raises(InputError, match="made with --grounding retrieved"):

@@ -34,8 +34,9 @@ def _fake_agent_eval(cfg):
     (trial / "agent" / "trajectory.json").write_text(json.dumps({"metadata": {"outcome": "submitted"}}))
     timing = {"sim_seconds": 0.5, "sim_tokens": 3, "real_seconds": 0.1, "grounding_tokens": 0}
     (trial / "agent" / SHADOW_LOG).write_text("".join(json.dumps({**t, **timing}) + "\n" for t in TURNS))
-    (out / "trials.jsonl").write_text(json.dumps(trial_row(result)) + "\n")
-    summary = {"pass_at_1": 1.0, "scored_trials": 1}
+    # agent_eval records the mode of a simulated environment in its rows and summary.
+    (out / "trials.jsonl").write_text(json.dumps({**trial_row(result), "grounding": cfg.grounding}) + "\n")
+    summary = {"pass_at_1": 1.0, "scored_trials": 1, "grounding": cfg.grounding}
     (out / "summary.json").write_text(json.dumps(summary))
     return summary
 

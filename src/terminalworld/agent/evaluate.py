@@ -192,9 +192,12 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
         n_tasks = json.loads((job / "result.json").read_text())["n_total_trials"] // cfg.n_attempts
     summary = results.summarize(rows, n_attempts=cfg.n_attempts, n_tasks=n_tasks, dataset=cfg.tasks)
     summary["agent"] = {"model": f"model:{cfg.model or cfg.endpoint}"}.get(cfg.agent, cfg.agent)
+    # Only a simulated environment reads a grounding block: its rows and summary say which.
+    simulated = {"grounding": cfg.grounding} if cfg.environment == "simulated" else {}
+    summary |= simulated
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
-            f.write(dumps_row(row))
+            f.write(dumps_row({**row, **simulated}))
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

@@ -46,12 +46,18 @@ def done_rows(path: str, ids: list[str]) -> dict[str, dict[str, Any]]:
     return done
 
 
-def resumable(out: str, ids: list[str], *, source: str) -> dict[str, dict[str, Any]]:
+def resumable(
+    out: str, ids: list[str], *, source: str, accept: Callable[[dict[str, dict[str, Any]]], None] | None = None
+) -> dict[str, dict[str, Any]]:
     """The rows an earlier run finished for `ids` (read from `source`) in `out`. Raises `InputError`
-    when `ids` repeat (rows are resumed by id) or `out` is another run's output (`done_rows`)."""
+    when `ids` repeat (rows are resumed by id) or `out` is another run's output (`done_rows`), and
+    lets `accept` refuse the finished rows (made under other settings) by raising."""
     if len(set(ids)) != len(ids):
         raise InputError(f"{source}: instance ids are not unique, so rows cannot be resumed by id")
-    return done_rows(out, ids)
+    done = done_rows(out, ids)
+    if accept is not None:
+        accept(done)
+    return done
 
 
 def model_label(model_name: str | None, model_path: str) -> str:
@@ -73,11 +79,12 @@ def resumable_rows(
     summary: Callable[[list[dict[str, Any]]], dict[str, Any]],
     *,
     source: str,
+    accept: Callable[[dict[str, dict[str, Any]]], None] | None = None,
 ) -> dict[str, Any]:
     """Rows keyed by `instance_id`, made resumable: `produce(done)` yields the rows not yet done, each
     appended to `out.partial` as it comes; then `out` is written atomically, the rows in `ids` order
     and the `summary` of them last. Returns the summary. Raises `InputError` as `resumable` does."""
-    done = resumable(out, ids, source=source)
+    done = resumable(out, ids, source=source, accept=accept)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out + ".partial", "ab") as partial:  # a line a killed append cut is dropped first
         partial.truncate(partial.tell() - len(_cut_tail(out + ".partial")))

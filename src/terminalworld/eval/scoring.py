@@ -40,7 +40,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, comm
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import ppl_stats
-from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, refuse_other_grounding
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 
 Mode = Literal["agent", "sim"]
@@ -367,8 +367,9 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     rows = read_heldout(cfg.heldout)
     # Repeated ids, another run's --out, or one made under another --grounding are refused before
     # the model loads.
-    done = resumable(cfg.out, [r["instance_id"] for r in rows], source=cfg.heldout)
-    refuse_other_grounding(done, cfg.grounding, cfg.out)
+    resumable(
+        cfg.out, [r["instance_id"] for r in rows], source=cfg.heldout, accept=same_grounding(cfg.grounding, cfg.out)
+    )
     path = local_model_path(cfg.model_path)
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt

@@ -18,7 +18,7 @@ owned by nobody: never trained, never scored (`core.render`).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -155,17 +155,21 @@ class Grounder:
         return blocks_of(self.trajectory(traj, range(len(traj.turns))))
 
 
-def refuse_other_grounding(done: dict[str, dict[str, Any]], mode: str, out: str) -> None:
-    """Raise `InputError` (one line) when a rows file being resumed holds rows made under another
-    grounding mode: resuming would mix two modes' rows under one summary. A row without the field
-    was written before grounding existed, which is `none`."""
-    for instance, row in done.items():
-        made = row.get("grounding", "none")
-        if made != mode:
-            raise InputError(
-                f"{out}: holds rows made with --grounding {made} (first: {instance}), not {mode}; "
-                "it is neither resumed nor mixed: give another --out or remove it"
-            )
+def same_grounding(mode: str, out: str) -> Callable[[dict[str, dict[str, Any]]], None]:
+    """A rows file's check on resuming (`core.resumable`'s `accept`): raise `InputError` (one line)
+    when `out` holds rows made under another grounding mode, since resuming would mix two modes'
+    rows under one summary. A row without the field was written before grounding existed: `none`."""
+
+    def accept(done: dict[str, dict[str, Any]]) -> None:
+        for instance, row in done.items():
+            made = row.get("grounding", "none")
+            if made != mode:
+                raise InputError(
+                    f"{out}: holds rows made with --grounding {made} (first: {instance}), not {mode}; "
+                    "it is neither resumed nor mixed: give another --out or remove it"
+                )
+
+    return accept
 
 
 def blocks_of(grounded: dict[int, TurnGrounding]) -> dict[int, str]:

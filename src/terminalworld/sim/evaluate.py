@@ -29,7 +29,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, 
 from terminalworld.corpus.actions import action_message
 from terminalworld.corpus.solver import plan
 from terminalworld.errors import InputError
-from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, refuse_other_grounding
+from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
 from terminalworld.sim.closed_loop import (
@@ -231,7 +231,7 @@ def _resume_check(cfg: SimEvalConfig) -> None:
     else:
         source = cfg.heldout or cfg.probes
         ids = [r["instance_id"] for r in read_heldout(source)]
-    refuse_other_grounding(resumable(cfg.out, ids, source=source), cfg.grounding, cfg.out)
+    resumable(cfg.out, ids, source=source, accept=same_grounding(cfg.grounding, cfg.out))
 
 
 def _agent(cfg: SimEvalConfig, task: Path, harness: HarnessConfig, model) -> Agent:
@@ -259,13 +259,13 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
         if cfg.agent == "model"
         else None
     )
-    _resume_check(cfg)
     tasks = task_order(cfg.tasks)
-    grounder = None
-    if cfg.grounding != "none":
-        grounder = Grounder(replace(cfg, grounding_tasks=cfg.grounding_tasks or cfg.tasks), sim.renderer.tokenizer)
 
     def produce(done: dict) -> Iterator[dict[str, Any]]:
+        grounder = None  # made once the rows file is accepted
+        if cfg.grounding != "none":
+            grounded = replace(cfg, grounding_tasks=cfg.grounding_tasks or cfg.tasks)
+            grounder = Grounder(grounded, sim.renderer.tokenizer)
         for task in tqdm([t for t in tasks if t.name not in done], desc="closed loop", unit="task"):
             loop = closed_loop_episode(
                 agent=_agent(cfg, task, harness, model),
@@ -299,7 +299,14 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             **stats,
         }
 
-    return resumable_rows(cfg.out, [t.name for t in tasks], produce, summary, source=cfg.tasks)
+    return resumable_rows(
+        cfg.out,
+        [t.name for t in tasks],
+        produce,
+        summary,
+        source=cfg.tasks,
+        accept=same_grounding(cfg.grounding, cfg.out),
+    )
 
 
 def _episode(row: dict[str, Any]) -> LoopEpisode:
@@ -310,7 +317,6 @@ def _episode(row: dict[str, Any]) -> LoopEpisode:
 
 def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
     """`sim_eval` with a given simulator."""
-    _resume_check(cfg)
     path = cfg.heldout or cfg.probes
     rows = read_heldout(path)
     name = model_label(cfg.model_name, cfg.model_path)
@@ -321,4 +327,5 @@ def evaluate_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
         lambda done: evaluate_rows(cfg, sim, rows, done, grounder),
         lambda results: summarize(results, cfg, name),
         source=path,
+        accept=same_grounding(cfg.grounding, cfg.out),
     )

@@ -25,8 +25,8 @@ from terminalworld.sim.fidelity import similarity
 
 
 def agent_grade(cfg: AgentEvalConfig) -> dict[str, Any]:
-    """Run (or resume) the Harbor job; in the simulated environment, also write its closed loop and
-    record the grounding mode in every trial row, every closed-loop row and the summary."""
+    """Run (or resume) the Harbor job (in the simulated environment `agent_eval` records the grounding
+    mode in every trial row and the summary); there, also write its closed loop, mode in every row."""
     if cfg.environment != "simulated" and cfg.grounding != "none":
         # Only a simulator reads a grounding block: elsewhere the flag would be silently ignored.
         raise InputError(f"--grounding {cfg.grounding} needs --environment simulated (got {cfg.environment})")
@@ -34,16 +34,10 @@ def agent_grade(cfg: AgentEvalConfig) -> dict[str, Any]:
     if cfg.environment != "simulated":
         return summary
     out = Path(cfg.out).resolve()
-    trials = out / "trials.jsonl"
-    rows = [json.loads(line) for line in trials.read_text().splitlines() if line.strip()]
-    with atomic_jsonl(str(trials)) as f:
-        for row in rows:
-            f.write(dumps_row({**row, "grounding": cfg.grounding}))
     episodes = harbor_loop(out / "jobs" / JOB_NAME)
     with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
         for e in episodes:
             f.write(dumps_row({"grounding": cfg.grounding, **e.row()}))
-    summary["grounding"] = cfg.grounding
     summary["closed_loop"] = {"grounding": cfg.grounding, **loop_summary(episodes, [], [])}
     write_json(str(out / "summary.json"), summary)
     return summary

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,9 +153,8 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
         os.chmod(tmp, 0o711)
         binds = {"/tests": f"{tmp}/tests", "/logs": f"{tmp}/logs"}
         shutil.copytree(task_dir / "tests", binds["/tests"])
-        if cases is not None:  # the host's own case runner: a task made before blind cases has an older copy
-            Path(binds["/tests"], "cases.json").write_text(blind_cases(cases))
-            shutil.copyfile(CHECK_SCRIPT, Path(binds["/tests"], "check.py"))
+        if cases is not None:
+            blind_tests(cases, tmp, "tests")
         if solve:
             binds["/solution"] = f"{tmp}/solution"
             shutil.copytree(task_dir / "solution", binds["/solution"])
@@ -174,6 +174,18 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
 def blind_cases(cases: list[dict[str, Any]]) -> str:
     """The task's cases as the sandbox may see them: without the expected values."""
     return json.dumps([{k: v for k, v in c.items() if k != "expected"} for c in cases], indent=1) + "\n"
+
+
+def blind_tests(cases: list[dict[str, Any]], root: str, relpath: str) -> None:
+    """Make the verifier's tests folder `root/relpath` (holding the task's tests) one the host grades:
+    its cases without their expected values (`blind_cases`) and the host's own case runner, which
+    reports calls without them (a task made before the verdict moved to the host carries an older
+    one). Written through `walk.copy_in`, since the folder may sit in a tree a command wrote."""
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        blind = os.path.join(scratch_dir, "cases.json")
+        Path(blind).write_text(blind_cases(cases))
+        walk.copy_in(blind, root, f"{relpath}/cases.json")
+    walk.copy_in(str(CHECK_SCRIPT), root, f"{relpath}/check.py")
 
 
 def verdict(cases: list[dict[str, Any]], output: bytes | None) -> float:

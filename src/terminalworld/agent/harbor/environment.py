@@ -35,7 +35,6 @@ import os
 import shlex
 import shutil
 import stat
-import tempfile
 import time
 from pathlib import Path, PurePosixPath
 
@@ -150,14 +149,7 @@ class SandboxEnvironment(BaseEnvironment):
         self._make_room(str(source_dir))
         walk.copy_in(str(source_dir), *self._place(target_dir))
         if tests and self._cases is not None and os.path.isfile(os.path.join(source_dir, "cases.json")):
-            top, below = self._place("/tests/cases.json")
-            with tempfile.NamedTemporaryFile("w", suffix=".json") as blind:
-                blind.write(layout.blind_cases(self._cases))
-                blind.flush()
-                walk.copy_in(blind.name, top, below)
-            # The host's own case runner, which reports calls without expected values; a task made
-            # before the verdict moved to the host carries an older copy.
-            walk.copy_in(str(layout.CHECK_SCRIPT), *self._place("/tests/check.py"))
+            layout.blind_tests(self._cases, *self._place("/tests"))
         await self._claim()
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
