@@ -9,7 +9,10 @@ repository root, so the repository's own packages import from the working direct
 A case is {"id", "module", "function", "args", "expected"}: `args` is the Python literal of the
 positional arguments and `expected` the `repr` of the value the original function returned. Every
 call has a time limit and its printing is captured, so a bug that loops or prints fails one case
-without hiding the others. Discovery keeps only calls whose result has a stable `repr` (no
+without hiding the others. The limit counts the process's CPU time, not the clock, so a verdict does
+not depend on how loaded the machine is; a generous wall-clock limit stops calls that wait instead
+of compute (a sleep, a child process). Importing the module is not part of the call: it has its own,
+larger limits. Discovery keeps only calls whose result has a stable `repr` (no
 addresses) and prints {function: [[args, repr], ...]} as one line of JSON.
 """
 
@@ -24,7 +27,9 @@ import random
 import signal
 import sys
 
-CALL_SECONDS = 0.5
+CALL_CPU_SECONDS = 0.5
+IMPORT_CPU_SECONDS = 10.0
+WALL_SECONDS = 20.0
 POOL = [0, 1, 2, 7, -3, 2.5, "", "a", "abc", "Hello World", "a,b;c", "x_y-z.py", "  padded  "]
 POOL += [[], [1, 2, 3], ["b", "a"], (1, 2), {"a": 1}, None, True, False, b"ab"]
 CALLS_PER_FUNCTION = 24
@@ -38,20 +43,32 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def call(module, function, args):
-    """('ok', repr) or ('error', exception type name) of module.function(*args), within the time limit."""
+@contextlib.contextmanager
+def _limits(cpu_seconds):
+    """Raise _Timeout after `cpu_seconds` of this process's CPU time or WALL_SECONDS of the clock."""
+    signal.signal(signal.SIGPROF, _alarm)
     signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, CALL_SECONDS)
+    signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+    signal.setitimer(signal.ITIMER_REAL, WALL_SECONDS)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def call(module, function, args):
+    """('ok', repr) or ('error', exception type name) of module.function(*args), within the limits."""
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            fn = getattr(importlib.import_module(module), function)
-            return "ok", repr(fn(*args))
+            with _limits(IMPORT_CPU_SECONDS):
+                fn = getattr(importlib.import_module(module), function)
+            with _limits(CALL_CPU_SECONDS):
+                return "ok", repr(fn(*args))
     except _Timeout:
         return "error", "timeout"
     except Exception as e:
         return "error", type(e).__name__
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _arity(fn):
