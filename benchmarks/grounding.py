@@ -1,13 +1,13 @@
 """The grounding measurements: SmolLM2-135M-Instruct zero-shot as a simulator (sim framing), each
 grounding mode on the same rows, and the hybrid router's exactly served share.
 
-Data, made with the project's own commands (sizes as measured; CPU-sized):
+Data: the local demo's own held-out rows and probes, as `experiments/local_demo.py --run` writes
+them (24 rows of 3 context turns and 20 probes, two per family, 1,000-character outputs, from repos
+unseen in its training), and two generated tasks for the closed loop:
 
-    terminalworld corpus record --out DATA/corpus --trajectories 40 --shard-size 40 --max-output-chars 1000
-    terminalworld heldout --corpus 'DATA/corpus/*.jsonl.gz' --out DATA/heldout.jsonl \
-        --n 24 --context-turns 3 --seed 42        # zero-shot (no --train); the demo's shape: 3 context turns
-    terminalworld probes make --out DATA/probes.jsonl --n 20 --max-output-chars 1000
-    terminalworld probes make --out DATA/probes10.jsonl --n 10 --max-output-chars 1000   # one per family
+    V=2026.12.03   # the demo's version; grounding.json records both files' SHA-256
+    cp $MARIN_PREFIX/heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl DATA/heldout.jsonl
+    cp $MARIN_PREFIX/terminalworld/probes/$V/probes.jsonl DATA/probes.jsonl
     terminalworld tasks make --out DATA/tasks --n 2 --seed 7
 
 Scores and fidelity, per MODE in none, retrieved, replayed, hybrid (a 1,024-token block):
@@ -16,13 +16,13 @@ Scores and fidelity, per MODE in none, retrieved, replayed, hybrid (a 1,024-toke
         --mode sim --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
     terminalworld score --model-path smollm2 --heldout DATA/heldout.jsonl --out RESULTS/score-heldout-MODE.jsonl \
         --mode sim --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
-    terminalworld sim-eval --model smollm2 --probes DATA/probes10.jsonl --out RESULTS/sim-probes10-MODE.jsonl \
-        --mode sim --max-new-tokens 48 --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
 
-Tier 1 on the held-out rows, per MODE (the tier-2 recipe; one torch thread, the fastest on 2 shared
-cores: 4 to 8 minutes a generated mode there; the data rebuilt by the commands above gave the
-committed rows' instance ids and targets exactly):
+Tiers 1 and 2 on the held-out rows and the probes, per MODE (one torch thread, the fastest on 2
+shared cores):
 
+    OMP_NUM_THREADS=1 terminalworld sim-eval --model smollm2 --probes DATA/probes.jsonl \
+        --out RESULTS/sim-probes-MODE.jsonl --mode sim --max-new-tokens 48 --grounding MODE \
+        --grounding-budget 1024 --grounding-output-chars 1000
     OMP_NUM_THREADS=1 terminalworld sim-eval --model smollm2 --heldout DATA/heldout.jsonl \
         --out RESULTS/sim-heldout-MODE.jsonl --mode sim --max-new-tokens 48 --grounding MODE \
         --grounding-budget 1024 --grounding-output-chars 1000
@@ -43,6 +43,7 @@ shares `RESULTS/grounding.json` already holds:
 """
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -67,6 +68,13 @@ REAL = {
 }
 
 
+def data_sha256(data: Path | None, results: Path) -> dict[str, str]:
+    """The rows' files by SHA-256: from the data when given, else as last written."""
+    if data is None:
+        return json.loads((results / "grounding.json").read_text())["data_sha256"]
+    return {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in ("heldout.jsonl", "probes.jsonl")}
+
+
 def _modes(results: Path, pattern: str) -> dict[str, list]:
     found = {m: results / pattern.format(mode=m) for m in report.MODES}
     return {m: report.read_rows(str(p)) for m, p in found.items() if p.exists()}
@@ -78,7 +86,6 @@ def _summaries(results: Path, pattern: str) -> dict[str, dict | None]:
 
 ROW_SETS = (  # (page name, scores file pattern)
     ("probes", "score-probes-{mode}.jsonl"),
-    ("held-out (8)", "score-heldout8-{mode}.jsonl"),
     ("held-out (24)", "score-heldout-{mode}.jsonl"),
 )
 
@@ -116,9 +123,9 @@ INTRO = [
     "exactly from a shadow sandbox and generates the rest. The block is owned by nobody: never trained,",
     "never scored, so every mode scores the same target tokens.",
     "",
-    "Rows: 20 probes (two per family) and 24 held-out rows that this benchmark records itself from 40",
-    "trajectories (3 context turns, 1,000-character outputs), not rows of a demo run;",
-    "`benchmarks/grounding.py` lists the commands.",
+    "Rows: the local demo's own 20 probes (two per family) and 24 held-out rows (3 context turns,",
+    "1,000-character outputs), from repos unseen in its training; `benchmarks/grounding.py` lists the",
+    "commands, and `grounding.json` records the two files' SHA-256.",
     "",
 ]
 
@@ -190,9 +197,10 @@ def main() -> None:
     shares = route_shares(Path(a.data) if a.data else None, results)
     ppl = {name: report.ppl_by_bucket(rows) for name, pattern in ROW_SETS if (rows := _modes(results, pattern))}
     families = {name: report.ppl_by_family(_summaries(results, pattern)) for name, pattern in ROW_SETS}
-    fidelity = report.fidelity_by_family(_modes(results, "sim-probes10-{mode}.jsonl"))
+    fidelity = report.fidelity_by_family(_modes(results, "sim-probes-{mode}.jsonl"))
     tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
-    out = {"route_share": shares, "ppl": ppl, "ppl_by_family": {k: v for k, v in families.items() if v}}
+    data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
+    out = data | {"route_share": shares, "ppl": ppl, "ppl_by_family": {k: v for k, v in families.items() if v}}
     write_json(str(results / "grounding.json"), out | {"fidelity": fidelity, "fidelity_heldout": tier1})
     os.makedirs(a.docs, exist_ok=True)
     panels = {k: ppl[k] for k in ("probes", "held-out (24)") if k in ppl}
@@ -217,7 +225,7 @@ def main() -> None:
         lines += [
             "## Free-running fidelity per probe family (tier 2)",
             "",
-            "One probe per family, greedy, 48 new tokens at most. Cells: similarity (exact-match rate).",
+            "Two probes per family, greedy, 48 new tokens at most. Cells: similarity (exact-match rate).",
             "",
             report.fidelity_table(fidelity),
             "",

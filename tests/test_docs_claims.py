@@ -346,6 +346,39 @@ def grounding_measured_zero_shot() -> bool:
     return bool(models) and set(models) == {"smollm2"}  # the stock weights: no checkpoint of the project
 
 
+@cache
+def grounding_on_demo_rows() -> bool:
+    """The grounding page's rows are the demo's held-out rows and probes (the snapshot's steps, in
+    the shape the page gives), copied whole and recorded by SHA-256."""
+    benchmark = REPO_ROOT / "benchmarks"
+    commands = (benchmark / "grounding.py").read_text().split('"""')[1]
+    results = benchmark / "results" / "grounding"
+    [heldout] = _steps("heldout/sim_ppl_heldout_24@")
+    [probes] = _steps("terminalworld/probes@")
+    version = heldout.split("@")[1]
+
+    def summary(name: str) -> dict:
+        rows = map(json.loads, (results / name).read_text().splitlines())
+        return next(r for r in rows if r.get("_summary"))
+
+    return (
+        (_config(heldout)["n"], _config(heldout)["context_turns"], _config(probes)["n"]) == (24, 3, 20)
+        and bool(_config(heldout)["train"])
+        and bool(_config(probes)["exclude_from"])  # unseen repos
+        and _config(next(iter(_steps("terminalworld/corpus/recorded@"))))["max_output_chars"] == 1000
+        and f"V={version}" in commands
+        and "heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl DATA/heldout.jsonl" in commands
+        and "terminalworld/probes/$V/probes.jsonl DATA/probes.jsonl" in commands
+        and (
+            summary("score-heldout-none.jsonl")["n_trajectories"],
+            summary("score-probes-none.jsonl")["n_trajectories"],
+        )
+        == (24, 20)
+        and set(json.loads((results / "grounding.json").read_text())["data_sha256"])
+        == {"heldout.jsonl", "probes.jsonl"}
+    )
+
+
 def _pilot():
     from tests.conftest import load_experiment
 
@@ -537,6 +570,13 @@ CLAIMS: list[Claim] = [
         "Levanter training, scoring, the agent grade in Harbor, the simulator grade in three tiers, ECHO's three "
         "arms, the report and this site.",
         (every_stage, local_processes),
+    ),
+    Claim(
+        "grounding.md",
+        "Rows: the local demo's own 20 probes (two per family) and 24 held-out rows (3 context turns, "
+        "1,000-character outputs), from repos unseen in its training; `benchmarks/grounding.py` lists the "
+        "commands, and `grounding.json` records the two files' SHA-256.",
+        (grounding_on_demo_rows, grounding_measured_zero_shot),
     ),
     Claim(
         "risks.md",
