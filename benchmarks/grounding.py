@@ -32,6 +32,17 @@ The closed loop (tier 3), per MODE in none and hybrid:
     terminalworld sim-eval --model smollm2 --tasks DATA/tasks --agent solver --out RESULTS/loop-MODE.jsonl \
         --mode sim --max-new-tokens 16 --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
 
+The pilot's base and its largest checkpoints of arms (a) and (b) on the same held-out rows, in the
+agent framing they were trained in, per MODE in none and retrieved (C: the pilot's checkpoints,
+`$MARIN_PREFIX/checkpoints/terminalworld`, version 2026.12.04.1; the base takes their chat template):
+
+    terminalworld score --model-path smollm2 --model-name base --chat-template-from C/full-x1/VERSION/hf \
+        --heldout DATA/heldout.jsonl --out RESULTS/score-heldout-base-agent-MODE.jsonl --mode agent \
+        --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
+    terminalworld score --model-path C/CKPT/VERSION/hf --model-name CKPT --heldout DATA/heldout.jsonl \
+        --out RESULTS/score-heldout-CKPT-agent-MODE.jsonl --mode agent --grounding MODE \
+        --grounding-budget 1024 --grounding-output-chars 1000     # CKPT in assistant-x9, full-x9
+
 Then this file writes the page (`docs/grounding.md`, its plot) and `RESULTS/grounding.json`:
 
     uv run python benchmarks/grounding.py --data DATA --results RESULTS
@@ -165,6 +176,37 @@ def _tier1(results: Path) -> list[str]:
     return lines
 
 
+PILOT = ("base", "assistant-x9", "full-x9")  # the pilot's base, its largest (a) and (b) checkpoints
+
+
+def pilot_ppl(results: Path) -> dict[str, dict]:
+    """PPL by bucket of the pilot's models, each without and with the retrieved block (agent framing)."""
+    found = {
+        f"{model}, {mode}": results / f"score-heldout-{model}-agent-{mode}.jsonl"
+        for model in PILOT
+        for mode in ("none", "retrieved")
+    }
+    rows = {k: report.read_rows(str(p)) for k, p in found.items() if p.exists()}
+    return report.ppl_by_bucket(rows) if rows else {}
+
+
+def _pilot(table: dict[str, dict]) -> list[str]:
+    if not table:
+        return []
+    return [
+        "## The pilot's checkpoints",
+        "",
+        "The same held-out rows scored by the [pilot](pilot.md)'s base (SmolLM2-135M-Instruct with the",
+        "checkpoints' chat template) and its largest checkpoints of arms (a) `assistant` and (b) `full` (27",
+        "steps of 4,096 tokens each, trained without grounding), in the agent framing they were trained in:",
+        "the tables above use the sim framing, so compare within this table. Cells: token-weighted PPL (rows",
+        "scored).",
+        "",
+        report.ppl_table(table, label="model, grounding"),
+        "",
+    ]
+
+
 def _loops(results: Path) -> list[str]:
     loops = {m: x for m, x in _summaries(results, "loop-{mode}.jsonl").items() if x}
     if not loops:
@@ -200,7 +242,13 @@ def main() -> None:
     fidelity = report.fidelity_by_family(_modes(results, "sim-probes-{mode}.jsonl"))
     tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
     data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
-    out = data | {"route_share": shares, "ppl": ppl, "ppl_by_family": {k: v for k, v in families.items() if v}}
+    pilot = pilot_ppl(results)
+    out = data | {
+        "route_share": shares,
+        "ppl": ppl,
+        "ppl_pilot": pilot,
+        "ppl_by_family": {k: v for k, v in families.items() if v},
+    }
     write_json(str(results / "grounding.json"), out | {"fidelity": fidelity, "fidelity_heldout": tier1})
     os.makedirs(a.docs, exist_ok=True)
     panels = {k: ppl[k] for k in ("probes", "held-out (24)") if k in ppl}
@@ -220,6 +268,7 @@ def main() -> None:
     for name, table in families.items():
         if table:
             lines += [f"### {name}", "", report.family_table(table), ""]
+    lines += _pilot(pilot)
     lines += _tier1(results)
     if fidelity:
         lines += [

@@ -69,10 +69,10 @@ def ppl_by_bucket(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, di
     return out
 
 
-def ppl_table(table: dict[str, dict[str, Any]]) -> str:
-    """The PPL-by-bucket table as Markdown."""
+def ppl_table(table: dict[str, dict[str, Any]], *, label: str = "grounding") -> str:
+    """The PPL-by-bucket table as Markdown, one line per key of `table` (a mode, or what `label` names)."""
     labels = [b for _, b in TOKEN_BUCKETS] + ["all"]
-    lines = ["| grounding | " + " | ".join(f"{b} tokens" if b != "all" else "all" for b in labels) + " |"]
+    lines = [f"| {label} | " + " | ".join(f"{b} tokens" if b != "all" else "all" for b in labels) + " |"]
     lines.append("|---|" + "---|" * len(labels))
     for mode, per in table.items():
         cells = []
