@@ -2,7 +2,8 @@
 
 Every sentence of `docs/*.md` that says what the demo, the miniature or the pilot does (`CLAIM`
 finds them) is registered here, page by page and word for word, with the checks that make it true:
-against the committed snapshot of the demo's report (`docs/snapshots/local-demo`), or, for what a
+against the committed snapshots of the demo's and the pilot's reports (`docs/snapshots/local-demo`,
+`docs/snapshots/pilot`), or, for what a
 graph or an option is, against the experiment files and the code. Some claims that `CLAIM` cannot
 find (the recipes, the grounding options) are registered the same way. So:
 
@@ -466,15 +467,67 @@ def pilot_departures() -> bool:
     )
 
 
-@cache
-def no_pilot_run_committed() -> bool:
-    """No committed snapshot holds a pilot report, and the pilot's result page then says none exists."""
-    from terminalworld.pipeline.artifacts import PILOT_REPORT
-    from terminalworld.report.pages import PILOT
+PILOT_SNAPSHOT = SNAPSHOTS / "pilot"
 
-    reports = [r for m in SNAPSHOTS.glob("*/snapshot.json") for r in json.loads(m.read_text())["reports"]]
-    return not any(r.startswith(PILOT_REPORT + "@") for r in reports) and "No pilot snapshot exists yet" in (
-        PILOT.empty or ""
+
+@cache
+def _pilot_report() -> tuple[dict, dict]:
+    """The committed pilot report's record and its `pilot.json`."""
+    from terminalworld.pipeline.artifacts import PILOT_REPORT
+
+    [ident] = [r for r in json.loads((PILOT_SNAPSHOT / "snapshot.json").read_text())["reports"] if PILOT_REPORT in r]
+    folder = PILOT_SNAPSHOT / ident.replace("@", "/")
+    return json.loads((folder / RECORD).read_text()), json.loads((folder / "pilot.json").read_text())
+
+
+def _cell(name: str) -> dict:
+    return next(c for c in _pilot_report()[1]["scale_axis"]["cells"] if c["name"] == name)
+
+
+@cache
+def pilot_run_committed() -> bool:
+    """A snapshot holds the CPU recipe's pilot report, built from a clean tree at a commit of this
+    repository's history."""
+    import subprocess
+
+    record, _ = _pilot_report()
+    prov = record["provenance"]
+    in_history = subprocess.run(
+        ["git", "merge-base", "--is-ancestor", prov["base_commit"], "HEAD"], cwd=REPO_ROOT, capture_output=True
+    )
+    return record["version"] == _pilot().Pilot().version and prov["dirty"] is False and in_history.returncode == 0
+
+
+@cache
+def pilot_findings_hold() -> bool:
+    """The committed run's three findings hold, with the medians, wins and sign test the pages quote."""
+    _, doc = _pilot_report()
+    medians = {c["name"]: round(c["median_ppl"], 2) for c in doc["scale_axis"]["cells"]}
+    x9 = next(t for t in doc["scale_axis"]["sign_tests"] if (t["scale"], t["x"], t["y"]) == ("x9", "assistant", "full"))
+    return (
+        all(f["holds"] for f in doc["findings"])
+        and len(doc["findings"]) == 3
+        and [medians[f"assistant-{s}"] for s in ("x1", "x3", "x9")] == [2.08, 1.86, 2.39]
+        and [medians[f"full-{s}"] for s in ("x1", "x3", "x9")] == [1.75, 1.56, 1.50]
+        and medians["user-x9"] == 1.50
+        and _cell("assistant-x9")["beats_base"] == 19
+        and (x9["above"], x9["below"]) == (41, 0)
+        and doc["n_trajectories"] == 41
+    )
+
+
+@cache
+def pilot_no_solve() -> bool:
+    """No graded checkpoint of the committed run solves a task in any attempt; valid actions as quoted."""
+    _, doc = _pilot_report()
+    process = {r["name"]: r for r in doc["process"]}
+    return (
+        len(process) == 7
+        and all(v == 0 for r in process.values() for v in r["pass_at_k"].values())
+        and set(process["base"]["pass_at_k"]) == {"1", "2", "3", "4"}
+        and all(r["scored"] == 32 for r in process.values())  # 8 tasks x 4 attempts
+        and round(100 * process["base"]["valid_action"]) == 9
+        and {round(100 * process[n]["valid_action"]) for n in ("assistant-x9", "full-x9")} == {91}
     )
 
 
@@ -569,9 +622,9 @@ CLAIMS: list[Claim] = [
     Claim(
         "index.md",
         "The [pilot](pilot.md) (`experiments/pilot.py`) runs the same graph on one machine with "
-        "SmolLM2-135M-Instruct's real weights, the three arms at three nested scales 3× apart; no complete pilot "
-        "run is committed yet, so its results page says that none exists.",
-        (pilot_scales, pilot_local, no_pilot_run_committed),
+        "SmolLM2-135M-Instruct's real weights, the three arms at three nested scales 3× apart; its committed run "
+        "finds the write-up's three findings holding in direction.",
+        (pilot_scales, pilot_local, pilot_run_committed, pilot_findings_hold),
     ),
     Claim(
         "index.md",
@@ -590,8 +643,8 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "index.md",
-        "Build and serve it locally from the committed snapshot of the local demo's results:",
-        (one_run,),
+        "Build and serve it locally from the committed snapshots of the local demo's and the pilot's results:",
+        (one_run, pilot_run_committed),
     ),
     Claim(
         "risks.md",
@@ -625,8 +678,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "risks.md",
         "Every sentence of this page that says what the demo or the pilot does is registered in "
-        "`tests/test_docs_claims.py` with a check against the committed snapshot of the demo's report (or the "
-        "experiment files): a new snapshot that contradicts one, or an edit to one, fails the tests until the page "
+        "`tests/test_docs_claims.py` with a check against the committed snapshots of the demo's and the pilot's "
+        "reports (or the experiment files): a new snapshot that contradicts one, or an edit to one, fails the tests until the page "
         "and its check agree again.",
         (claims_registered_on("risks.md"),),
     ),
@@ -644,9 +697,9 @@ CLAIMS: list[Claim] = [
     Claim(
         "risks.md",
         "The pilot (`experiments/pilot.py`) has one on a real pretrained model, SmolLM2-135M-Instruct: each arm at "
-        "three nested scales 3× apart, on one machine; no complete pilot run is committed yet, so this site shows "
-        "none of its numbers.",
-        (pilot_scales, pilot_local, no_pilot_run_committed),
+        "three nested scales 3× apart, on one machine; its committed run is one run per arm on 41 held-out rows, "
+        "too small to measure the write-up's effect sizes.",
+        (pilot_scales, pilot_local, pilot_run_committed, pilot_findings_hold),
     ),
     Claim("risks.md", AGENT_GRADE_RISKS, (agent_grade, no_solve)),
     Claim(
@@ -698,8 +751,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "risks.md",
         "Production pages come from the `gs://` report artifacts through the same generator, and the pilot's page "
-        "from its own snapshot once a complete pilot run is committed.",
-        (no_pilot_run_committed,),
+        "from its own committed snapshot (`docs/snapshots/pilot`).",
+        (pilot_run_committed,),
     ),
     Claim(
         "risks.md",
@@ -734,9 +787,33 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "pilot.md",
-        "No complete pilot run is committed yet, so there are no pilot numbers on this site: the [results "
-        "page](results/pilot.md) says that no pilot snapshot exists.",
-        (no_pilot_run_committed,),
+        "The committed run of the pilot (the CPU preset, version `2026.12.04.1`, in `docs/snapshots/pilot`) is on "
+        "the [results page](results/pilot.md), with its Reproduce section.",
+        (pilot_run_committed,),
+    ),
+    Claim(
+        "pilot.md",
+        "On its 41 held-out rows the write-up's three findings hold in direction.",
+        (pilot_findings_hold,),
+    ),
+    Claim(
+        "pilot.md",
+        "Arm (a) ends worse than it starts: median env PPL 2.08 at x1, 1.86 at x3 and 2.39 at x9, whose checkpoint "
+        "beats the base on only 19 of 41 rows.",
+        (pilot_findings_hold,),
+    ),
+    Claim("pilot.md", "Arm (b) sharpens at every scale: 1.75, 1.56, 1.50.", (pilot_findings_hold,)),
+    Claim(
+        "pilot.md",
+        "At the largest scale (c) ≤ (b) < (a): 1.50, 1.50 and 2.39, with (a) above (b) on all 41 rows.",
+        (pilot_findings_hold,),
+    ),
+    Claim(
+        "pilot.md",
+        "No checkpoint of the pilot solves any of its 8 held-out tasks in 4 attempts, so the agent grade ranks only "
+        "the steps of a fix: a valid action in 9 % of the base's trials and 91 % of both largest graded "
+        "checkpoints'.",
+        (pilot_no_solve,),
     ),
     Claim(
         "agent-grade.md",

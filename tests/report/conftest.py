@@ -1,4 +1,4 @@
-"""The docs site built once from the committed snapshot, in a copy of the docs outside the tree."""
+"""The docs site built once from the committed snapshots, in a copy of the docs outside the tree."""
 
 import os
 import shutil
@@ -44,7 +44,7 @@ def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> BuiltSite:
-    """The site as a fresh clone builds it: `docs build` with no flags (the committed snapshot), then a
+    """The site as a fresh clone builds it: `docs build` with no flags (the committed snapshots), then a
     strict build."""
     from terminalworld.report.site import DocsBuildConfig, build_docs
 

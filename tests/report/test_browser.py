@@ -88,6 +88,13 @@ def test_machine_path_finder_sees_the_paths_a_page_must_not_show():
     assert _machine_paths(shown, []) == []
 
 
+def _column(tab, k: int) -> list[str]:
+    """The `k`-th column of the page's first table, as shown."""
+    return tab.eval_on_selector(
+        "article table", f"t => [...t.tBodies[0].rows].map(r => r.cells[{k}].textContent.trim())"
+    )
+
+
 def test_every_page_in_a_real_browser(built_site, server):
     from playwright.sync_api import sync_playwright
 
@@ -96,7 +103,11 @@ def test_every_page_in_a_real_browser(built_site, server):
     tables = json.loads((built_site.site / TABLES).read_text())
     arms = [a["arm"] for a in json.loads(next(SNAPSHOT.rglob("report.json")).read_text())["arms"]]
     problems: dict[str, list[str]] = {}
-    local = [str(REPO_ROOT), str(built_site.root), *json.loads((SNAPSHOT / "snapshot.json").read_text())["from"]]
+    snapshots = SNAPSHOT.parent
+    local = [str(REPO_ROOT), str(built_site.root)]
+    local += [f for m in snapshots.glob("*/snapshot.json") for f in json.loads(m.read_text())["from"]]
+    pilot = json.loads(next((snapshots / "pilot").rglob("pilot.json")).read_text())
+    cells = [f"{c['arm']}-{c['scale']}" for c in pilot["scale_axis"]["cells"]]
     checked_links: dict[str, int] = {}
     commits: set[str] = set()
     with sync_playwright() as pw:
@@ -141,6 +152,12 @@ def test_every_page_in_a_real_browser(built_site, server):
                 shown[0] != arms or "Reproduce" not in tab.inner_text("article")
             ):
                 found.append(f"probe table rows {shown[0]} are not the report's arms {arms}")
+            if md == "results/pilot.md" and not (
+                "The scale axis" in (text := tab.inner_text("article"))
+                and "Reproduce" in text
+                and [f"{a.split()[-1]}-{s}" for a, s in zip(shown[0], _column(tab, 1), strict=True)] == cells
+            ):
+                found.append(f"the pilot's scale axis does not show its cells {cells}")
             if found:
                 problems[rel] = found
         if problems:
@@ -150,5 +167,5 @@ def test_every_page_in_a_real_browser(built_site, server):
                 tab.screenshot(path=str(ARTIFACTS / (rel.replace("/", "__") + ".png")), full_page=True)
         browser.close()
     assert not problems, f"screenshots in {ARTIFACTS}: " + json.dumps(problems, indent=1)
-    assert "results/world-model-probe.html" in pages and len(pages) > 15
+    assert {"results/world-model-probe.html", "results/pilot.html"} <= set(pages) and len(pages) > 15
     assert checked_links and commits  # links were followed and Reproduce commits were seen

@@ -214,11 +214,12 @@ def test_inputs_users_get_wrong_are_one_line_errors(tmp_path):
 def test_without_results_the_pages_come_from_the_committed_snapshot(tmp_path):
     docs = copy_docs(tmp_path)
     built = build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT), repo_url=URL))
-    assert built["built_from"] == f"the committed snapshot: {docs / 'snapshots' / 'local-demo'}"
-    assert default_results(str(docs)) == [str(docs / "snapshots" / "local-demo")]
-    for slug in ("world-model-probe", "echo"):
+    committed = [str(docs / "snapshots" / name) for name in ("local-demo", "pilot")]
+    assert built["built_from"] == f"the committed snapshots: {', '.join(committed)}"
+    assert default_results(str(docs)) == committed
+    for slug, version in (("world-model-probe", VERSION), ("echo", VERSION), ("pilot", "2026.12.04.1")):
         page = (docs / "results" / f"{slug}.md").read_text()
-        assert "No results yet" not in page and "### Reproduce" in page and f"## {VERSION}" in page
+        assert "No results yet" not in page and "### Reproduce" in page and f"## {version}" in page
     shutil.rmtree(docs / "snapshots")
     with pytest.raises(InputError, match="no --results given and no committed snapshot") as e:
         build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT), repo_url=URL))
@@ -257,7 +258,7 @@ def test_cli_builds_the_pages_and_reports_errors_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no report artifact here" in err
     assert main(args) == 0
-    assert json.loads(capsys.readouterr().out)["built_from"].startswith("the committed snapshot: ")
+    assert json.loads(capsys.readouterr().out)["built_from"].startswith("the committed snapshots: ")
 
 
 def test_site_builds_strictly_from_the_snapshot_in_under_a_minute(built_site):

@@ -358,7 +358,7 @@ def build_docs(cfg: DocsBuildConfig) -> dict[str, Any]:
     for page in pages:
         page.write()
     Path(cfg.out, TABLES).write_text(json.dumps({p.relpath: p.tables for p in pages if p.tables}, indent=2) + "\n")
-    source = "the committed snapshot" if not cfg.results else "--results"
+    source = "the committed snapshots" if not cfg.results else "--results"
     return {
         "built_from": f"{source}: {', '.join(results)}",
         "pages": [p.relpath for p in pages],
