@@ -200,3 +200,28 @@ def test_public_functions_and_classes_have_docstrings():
     for p in SRC.rglob("*.py"):
         check(ast.parse(p.read_text()).body, p)
     assert missing == []
+
+
+# Imports every module (but those of foreign environments), then prints the signals whose handler
+# changed: importing is reading, and only the process that runs sandboxes installs its cleanup.
+_IMPORT_ALL = """
+import importlib, signal
+before = {{s: signal.getsignal(s) for s in signal.valid_signals()}}
+for module in {modules!r}:
+    importlib.import_module(module)
+print(sorted(signal.Signals(s).name for s, h in before.items() if signal.getsignal(s) != h))
+"""
+
+
+def test_importing_any_module_installs_no_signal_handler():
+    modules = sorted(m for m in _graph() if m not in FOREIGN)
+    code = _IMPORT_ALL.format(modules=modules)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"
+
+
+def test_the_signal_check_sees_the_cleanup_once_asked_for():
+    code = "import signal\nfrom terminalworld.core import scratch\nscratch.install_cleanup()\n"
+    code += "print(signal.getsignal(signal.SIGTERM) is scratch._on_signal)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "True"

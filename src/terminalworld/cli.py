@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from terminalworld.core import scratch
 from terminalworld.errors import TerminalworldError
 from terminalworld.options import OneLineParser, add_options, check_paths, from_args
 
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` (default: the process's) and run the command; returns the exit status."""
     args = build_parser().parse_args(argv)
+    scratch.install_cleanup()  # commands run sandboxes and copies: end them at SIGTERM/SIGHUP too
     return run_cli(lambda: _run(args.fn, from_args(args.config, args)))
 
 

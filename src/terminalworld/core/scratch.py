@@ -9,11 +9,12 @@ thousand levels); a mount it meets (a copy's own tmpfs, `env.copies`) is unmount
 following a symlink, so a killed run's mounts go with its folders.
 
 Cleanup at termination: `at_termination` registers what must happen even when the process is ended
-by SIGTERM or SIGHUP (remove a copy, end a sandbox). The handler, installed when this module is
-first imported in the main thread (unless the signal is ignored there; a handler already set is
-called afterwards), runs what is registered, newest first, then lets the signal end the process as
-it would have; atexit runs the same at a normal exit. Only SIGKILL (and a crash) leaves anything, for
-the next run's sweep.
+by SIGTERM or SIGHUP (remove a copy, end a sandbox). `install_cleanup` installs the handler that runs
+it (newest first, then lets the signal end the process as it would have; a handler already set is
+called afterwards; an ignored signal stays ignored) and the same at a normal exit. Importing this
+module installs nothing: the process that runs sandboxes asks, explicitly (the command line does
+at start) or by registering its first cleanup from the main thread. Only SIGKILL (and a crash) leaves
+anything, for the next run's sweep.
 """
 
 from __future__ import annotations
@@ -79,14 +80,19 @@ def make_file(prefix: str, folder: str, suffix: str = "") -> tuple[int, str]:
 
 _PATH = os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 _MNT_DETACH, _UMOUNT_NOFOLLOW = 2, 8
-_libc = ctypes.CDLL(None, use_errno=True)
+
+
+@functools.cache
+def libc() -> ctypes.CDLL:
+    """The C library, loaded on first use (not at import)."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def unmount(fd: int, name: str) -> bool:
     """Detach the mount on folder `name` in folder `fd`, never following a symlink (the last
     component is not followed, `fd` is an inode already held). False when it cannot (not a mount,
     or not allowed)."""
-    if _libc.umount2(f"/proc/self/fd/{fd}/{name}".encode(), _MNT_DETACH | _UMOUNT_NOFOLLOW) == 0:
+    if libc().umount2(f"/proc/self/fd/{fd}/{name}".encode(), _MNT_DETACH | _UMOUNT_NOFOLLOW) == 0:
         return True
     if ctypes.get_errno() not in (errno.EINVAL, errno.EPERM, errno.ENOENT):
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()), name)
@@ -165,7 +171,10 @@ _lock = threading.Lock()
 
 
 def at_termination(fn: Callable[[], None]) -> int:
-    """Run `fn` if the process ends (SIGTERM, SIGHUP, exit) before `done` is called with the token."""
+    """Run `fn` if the process ends (SIGTERM, SIGHUP, exit) before `done` is called with the token.
+    Installs the cleanup (`install_cleanup`) when called from the main thread."""
+    if threading.current_thread() is threading.main_thread():
+        install_cleanup()
     with _lock:
         token = next(_tokens)
         _pending[token] = fn
@@ -205,11 +214,23 @@ def _forget_in_child() -> None:
     _pending.clear()
 
 
-os.register_at_fork(after_in_child=_forget_in_child)
 _previous: dict[int, object] = {}
-if threading.current_thread() is threading.main_thread():
-    for _sig in (signal.SIGTERM, signal.SIGHUP):
-        if (_was := signal.getsignal(_sig)) is not signal.SIG_IGN:
-            _previous[_sig] = _was
-            signal.signal(_sig, _on_signal)
-atexit.register(_run_pending)
+_installed: list[str] = []  # what `install_cleanup` has done in this process: "exit", "signals"
+
+
+def install_cleanup() -> None:
+    """Run what `at_termination` registered at exit and at SIGTERM/SIGHUP (the signal handlers only
+    from the main thread, where Python allows them; a later call from there adds them). Once per
+    process; a forked child starts with nothing registered."""
+    with _lock:
+        if "exit" not in _installed:
+            os.register_at_fork(after_in_child=_forget_in_child)
+            atexit.register(_run_pending)
+            _installed.append("exit")
+        if "signals" in _installed or threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if (was := signal.getsignal(sig)) is not signal.SIG_IGN:
+                _previous[sig] = was
+                signal.signal(sig, _on_signal)
+        _installed.append("signals")

@@ -38,13 +38,12 @@ DISK_BYTES = 1 << 30  # the default disk cap: how much a command may add to a co
 SOURCE = "terminalworld-copy"  # the mounts' source name, which tells them from any other tmpfs
 _NOSUID, _NODEV, _REMOUNT = 2, 4, 32
 _FREE_BYTES, _FREE_INODES = 16 * 4096, 16  # below these a copy is full: the kernel refused a write
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _mount(folder: str, size: int, inodes: int, *, remount: bool = False) -> None:
     options = f"size={size},nr_inodes={inodes}" + ("" if remount else ",mode=0711")
     flags = _NOSUID | _NODEV | (_REMOUNT if remount else 0)
-    if _libc.mount(SOURCE.encode(), folder.encode(), b"tmpfs", flags, options.encode()) != 0:
+    if scratch.libc().mount(SOURCE.encode(), folder.encode(), b"tmpfs", flags, options.encode()) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), folder)
 

@@ -32,6 +32,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from terminalworld.core import scratch
 from terminalworld.errors import StepFailed, TerminalworldError
 from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, is_cluster_sized
 from terminalworld.pipeline.zephyr import Workers
@@ -232,6 +233,7 @@ def main[R](
             file=sys.stderr,
         )
         return 2
+    scratch.install_cleanup()  # the steps run sandboxes and copies: end them at SIGTERM/SIGHUP too
     try:
         run(targets)
     except TerminalworldError as e:
