@@ -9,6 +9,7 @@ import pytest
 
 import terminalworld.sim.harbor_loop as harbor_loop
 from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig
+from terminalworld.agent.harbor import runtime
 from terminalworld.agent.results import trial_row
 from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
@@ -57,7 +58,7 @@ def test_the_mode_is_in_every_row_and_the_summary(tmp_path, monkeypatch):
 
 
 def test_grounding_without_a_simulator_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(harbor_loop, "agent_eval", lambda cfg: pytest.fail("Harbor must not run"))
+    monkeypatch.setattr(runtime, "harbor_python", lambda: pytest.fail("Harbor must not run"))
     cfg = AgentEvalConfig(tasks=str(tmp_path), out=str(tmp_path / "out"), grounding="retrieved")
     with pytest.raises(InputError, match="--grounding retrieved needs --environment simulated"):
         harbor_loop.agent_grade(cfg)

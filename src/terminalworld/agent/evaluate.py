@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ from terminalworld.options import option
 
 JOB_NAME = "agent-eval"
 SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor.environment:SandboxEnvironment"
-SIMULATED_ENVIRONMENT = "terminalworld.agent.harbor.environment:SimulatedEnvironment"
+SIMULATED_ENVIRONMENT = "terminalworld.sim.harbor_environment:SimulatedEnvironment"
 SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
 
 
@@ -151,14 +152,24 @@ def _simulator(cfg: AgentEvalConfig):
     elif cfg.simulator:
         from terminalworld.agent.serve import ChatModel, serving
 
-        with serving(ChatModel(cfg.simulator, context_tokens=cfg.context_tokens, dtype=cfg.dtype)) as url:
-            yield {"simulator": {"simulator_api": url, "simulator_model": Path(cfg.simulator).name}}
+        chat = ChatModel(cfg.simulator, context_tokens=cfg.context_tokens, dtype=cfg.dtype)
+        # The environment counts grounding and observation tokens with the simulator's own tokenizer.
+        tokenizer = Path(cfg.out).resolve() / "simulator-tokenizer.json"
+        tokenizer.parent.mkdir(parents=True, exist_ok=True)
+        chat.tokenizer.backend_tokenizer.save(f"{tokenizer}.tmp")
+        os.replace(f"{tokenizer}.tmp", tokenizer)
+        with serving(chat) as url:
+            served = {"simulator_api": url, "simulator_model": Path(cfg.simulator).name}
+            yield {"simulator": {**served, "simulator_tokenizer": str(tokenizer)}}
     else:
         raise InputError("--environment simulated needs --simulator or --simulator-endpoint")
 
 
 def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     """Run (or resume) the Harbor job and write trial rows and the summaries; returns the summary."""
+    if cfg.environment != "simulated" and cfg.grounding != "none":
+        # Only a simulator reads a grounding block: elsewhere the flag would be silently ignored.
+        raise InputError(f"--grounding {cfg.grounding} needs --environment simulated (got {cfg.environment})")
     local = not cfg.tasks.startswith("registry:")
     if local and not Path(cfg.tasks).is_dir():
         raise InputError(f"--tasks {cfg.tasks}: not a folder")

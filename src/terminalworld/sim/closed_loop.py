@@ -31,10 +31,10 @@ from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.grounding.modes import Grounder, TurnGrounding
-from terminalworld.grounding.routing import route
 from terminalworld.grounding.state import Shadow
-from terminalworld.sim.backend import Simulated, Simulator
+from terminalworld.sim.backend import Simulator
 from terminalworld.sim.fidelity import similarity
+from terminalworld.sim.turn import GroundedSession
 from terminalworld.tasks.layout import repo_copy, verify
 
 SANDBOX = SandboxConfig()
@@ -145,12 +145,8 @@ def _policy(agent: Agent):
 @dataclass
 class ShadowedSimulator:
     """The closed loop's environment: the simulator answers each command from the session so far
-    (in the agent framing), and the real shadow sandbox runs it too.
-
-    With a grounder, each command's grounding block is read before it runs (from `view`: the shadow,
-    or in retrieved mode a pristine copy of the start), in the session's delta form, and earlier
-    turns keep their blocks; in hybrid mode a command the router sends to the shadow gets the
-    shadow's output, not a generated one."""
+    (in the agent framing), and the real shadow sandbox runs it too; with a grounder, each turn is
+    grounded (`sim.turn`) from `view` (the shadow, or in retrieved mode a pristine copy of the start)."""
 
     simulator: Simulator
     shadow: Sandbox
@@ -158,8 +154,12 @@ class ShadowedSimulator:
     grounder: Grounder | None = None
     view: Shadow | None = None
     turns: list[LoopTurn] = field(default_factory=list)
-    _blocks: dict[int, str] = field(default_factory=dict)
-    _seen: dict[str, str] = field(default_factory=dict)
+    session: GroundedSession | None = None
+
+    def __post_init__(self):
+        if self.grounder is not None and self.session is None:
+            g = self.grounder
+            self.session = GroundedSession(g.mode, g.options.grounding_budget, g.count)
 
     def answer(self, command: str) -> str:
         """The simulated output of `command`, after running it in the shadow."""
@@ -167,7 +167,8 @@ class ShadowedSimulator:
         # then the reply that asked for `command`, whose observation is to be simulated.
         said = self.episode.messages[2:]
         turns = [Turn(a["content"], u["content"]) for a, u in zip(said[:-1:2], said[1::2], strict=True)]
-        g = self._grounding(command, len(turns))
+        session = self.session or GroundedSession("none", 0, len)
+        g = session.ground(command, len(turns), self.view.reader, self.view.baseline) if self.view else None
         start = time.monotonic()
         real = self.shadow.run(command).output
         real_s = time.monotonic() - start
@@ -179,31 +180,21 @@ class ShadowedSimulator:
             (*turns, Turn(said[-1]["content"], OBSERVATION_PREFIX)),
             "loop",
         )
-        start = time.monotonic()
-        if g is None:
-            [sim] = self.simulator.simulate([(traj, len(turns))])
-        elif g.route == "exact":
-            sim = Simulated(text=real, tokens=0, capped=False, prompt_tokens=0)
-        else:
-            [sim] = self.simulator.simulate([(traj, len(turns))], [self._blocks])
-        sim_s = time.monotonic() - start
-        turn = LoopTurn(command, sim.text, real, similarity(sim.text, real), sim_s, sim.tokens, real_s)
-        if g is not None:
-            turn.route, turn.grounding_tokens = g.route, g.block_tokens
-            turn.observation_tokens = self.grounder.count(real)
-        self.turns.append(turn)
-        return sim.text
 
-    def _grounding(self, command: str, index: int) -> TurnGrounding | None:
-        """The turn's route and, for a generated turn, its grounding block (kept for later turns)."""
-        if self.grounder is None:
-            return None
-        g = TurnGrounding(route=route(command) if self.grounder.mode == "hybrid" else "generated")
-        if g.route == "generated":
-            g.block, g.block_tokens, g.cut = self.grounder.block(command, self.view, self._seen)
-            if g.block is not None:
-                self._blocks[index] = g.block
-        return g
+        def generate(blocks: dict[int, str] | None) -> tuple[str, int]:
+            request = [(traj, len(turns))]
+            [sim] = self.simulator.simulate(request) if blocks is None else self.simulator.simulate(request, [blocks])
+            return sim.text, sim.tokens
+
+        start = time.monotonic()
+        seen = session.observe(g or TurnGrounding(), real, generate)
+        sim_s = time.monotonic() - start
+        turn = LoopTurn(command, seen.text, real, similarity(seen.text, real), sim_s, seen.tokens, real_s)
+        if self.session is not None:
+            turn.route, turn.grounding_tokens = seen.grounding.route, seen.grounding.block_tokens
+            turn.observation_tokens = self.session.count(real)
+        self.turns.append(turn)
+        return seen.text
 
 
 def closed_loop_episode(

@@ -1,5 +1,5 @@
 """Tier 3 through Harbor: the agent grade in Harbor's simulated environment
-(`agent.harbor.environment.SimulatedEnvironment`), where a simulator answers the agent's commands
+(`sim.harbor_environment.SimulatedEnvironment`), where a simulator answers the agent's commands
 and the sandbox runs them too as the shadow Harbor's verifier grades, summarised as the closed loop.
 
 `agent_grade` is the `agent-eval` command: Harbor's job and its trial rows (`agent.evaluate`), and
@@ -18,7 +18,6 @@ from typing import Any
 from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig, agent_eval
 from terminalworld.agent.results import trial_row
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
-from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.closed_loop import LoopEpisode, LoopTurn, loop_summary
 from terminalworld.sim.fidelity import similarity
@@ -27,9 +26,6 @@ from terminalworld.sim.fidelity import similarity
 def agent_grade(cfg: AgentEvalConfig) -> dict[str, Any]:
     """Run (or resume) the Harbor job (in the simulated environment `agent_eval` records the grounding
     mode in every trial row and the summary); there, also write its closed loop, mode in every row."""
-    if cfg.environment != "simulated" and cfg.grounding != "none":
-        # Only a simulator reads a grounding block: elsewhere the flag would be silently ignored.
-        raise InputError(f"--grounding {cfg.grounding} needs --environment simulated (got {cfg.environment})")
     summary = agent_eval(cfg)
     if cfg.environment != "simulated":
         return summary
@@ -64,9 +60,9 @@ def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
                     t["sim_tokens"],
                     t["real_seconds"],
                     route=t.get("route", "generated"),
-                    # Harbor's environment has no tokenizer: its share counts a token per 4 characters
-                    # of the real output, whichever route answered (a generated turn's text is capped).
-                    observation_tokens=len(t["real"]) // 4 + 1 if "route" in t else 0,
+                    # The real output's tokens, whichever route answered (a generated turn's text is
+                    # capped); a log written before the environment counted them: a token per 4 characters.
+                    observation_tokens=t.get("observation_tokens", len(t["real"]) // 4 + 1) if "route" in t else 0,
                     grounding_tokens=t.get("grounding_tokens", 0),
                 )
             )

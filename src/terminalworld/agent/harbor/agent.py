@@ -126,7 +126,7 @@ class SweZeroAgent(BaseAgent):
 
 @runtime_checkable
 class SimulatingHarbor(Protocol):
-    """A Harbor environment with a simulator (`harbor.environment.SimulatedEnvironment`)."""
+    """A Harbor environment with a simulator (`sim.harbor_environment.SimulatedEnvironment`)."""
 
     async def answer(self, command: str, task: str, timeout_sec: float | None = None) -> str:
         """The simulated output of `command`, after running it for real."""

@@ -35,20 +35,15 @@ import os
 import shlex
 import shutil
 import stat
-import time
 from pathlib import Path, PurePosixPath
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
-from terminalworld.agent.chat_client import chat_completion
 from terminalworld.core import scratch
-from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
-from terminalworld.core.views import sim_messages
 from terminalworld.env import copies, walk
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
 from terminalworld.errors import VerifierError
-from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.tasks import layout
 
 BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
@@ -214,96 +209,3 @@ class SandboxEnvironment(BaseEnvironment):
             entry = walk.lstat(top, f"{below}/{name}")
             if entry is not None and not stat.S_ISREG(entry.st_mode):
                 scratch.remove_tree(os.path.join(top, below, name))
-
-
-class SimulatedEnvironment(SandboxEnvironment):
-    """The sandbox environment whose agent commands a simulator answers (tier 3 through Harbor).
-
-    The project's agent sends each of its commands to `answer` when the environment has one: the
-    command runs for real in the sandbox (the shadow, whose repository Harbor's verifier grades at the
-    end) and the simulator, an OpenAI-compatible endpoint serving a checkpoint, generates its output in
-    the sim framing (`core.views.sim_messages`: the task and each command as user turns, each output
-    as the reply); the agent sees the simulated output. Every other `exec` (Harbor's setup, the
-    verifier) is real. Each answered command appends a row to the trial's `agent/shadow.jsonl`:
-    the command, both outputs, the seconds and tokens of each side, and the grounding mode and
-    the command's route. With `grounding` (`grounding.modes`'s modes) the simulator's view holds each
-    command's grounding block, read from the shadow before the command runs (from the repository
-    as the agent found it in retrieved mode); in hybrid mode a command the router sends to the
-    shadow gets the shadow's own output."""
-
-    def __init__(
-        self,
-        *args,
-        simulator_api: str,
-        simulator_model: str = "simulator",
-        max_tokens: int = 1024,
-        grounding: str = "none",
-        grounding_budget: int = 2048,
-        **kwargs,
-    ):
-        super().__init__(*args, **kwargs)
-        self._api, self._model, self._max_tokens = simulator_api, simulator_model, max_tokens
-        self._grounding, self._budget = grounding, grounding_budget
-        self._turns: list[Turn] = []
-        self._blocks: dict[int, str] = {}
-        self._seen: dict[str, str] = {}
-        self._start: Path | None = None  # retrieved mode: the repository as the agent found it
-        self._baseline: dict[str, bytes] | None = None
-
-    def _ground(self, command: str) -> tuple[str, int]:
-        """The command's route and grounding-block tokens, the block kept for the simulator's view
-        (`grounding.modes`'s modes; the budget counts a token per 4 characters, since the tokenizer
-        lives in the project's environment, not Harbor's)."""
-        from terminalworld.grounding import retrieval
-        from terminalworld.grounding.routing import route
-        from terminalworld.grounding.state import ShadowReader, baseline_of
-
-        if self._grounding == "none":
-            return "generated", 0
-        live = ShadowReader(self._host(REPO_MOUNT))
-        if self._baseline is None:
-            self._baseline = baseline_of(live)
-            if self._grounding == "retrieved":
-                self._start = self._root / "grounding-start"
-                shutil.copytree(self._host(REPO_MOUNT), self._start, symlinks=True)
-        if self._grounding == "hybrid" and route(command) == "exact":
-            return "exact", 0
-        reader = ShadowReader(self._start) if self._start else live
-        parts = retrieval.blocks(reader, retrieval.items(command), self._baseline)
-        if not parts:
-            return "generated", 0
-        fitted = retrieval.fit(retrieval.delta(parts, self._seen), budget=self._budget, count=lambda t: len(t) // 4 + 1)
-        self._blocks[len(self._turns)] = fitted.text
-        return "generated", fitted.tokens
-
-    @staticmethod
-    def type() -> str:
-        """The environment's type name in Harbor's records."""
-        return "terminalworld-simulated"
-
-    def _simulate(self, task: str, command: str) -> tuple[str, int]:
-        traj = Trajectory("shadow", None, None, task, (*self._turns, Turn(command, OBSERVATION_PREFIX)), "shadow")
-        messages = [{"role": m.role, "content": m.content} for m in sim_messages(traj, grounding=self._blocks)[:-1]]
-        body = {"model": self._model, "messages": messages, "max_tokens": self._max_tokens, "temperature": 0.0}
-        text, _, tokens = chat_completion(self._api, body)
-        return text.removeprefix(OBSERVATION_PREFIX), tokens
-
-    async def answer(self, command: str, task: str, timeout_sec: float | None = None) -> str:
-        """The simulated output of the agent's `command`, after running it for real in the shadow."""
-        path, grounding_tokens = await asyncio.to_thread(self._ground, command)  # before the command changes the state
-        start = time.monotonic()
-        real = await self.exec(command, timeout_sec=timeout_sec)
-        real_s = time.monotonic() - start
-        start = time.monotonic()
-        if path == "exact":
-            simulated, tokens = real.stdout or "", 0
-        else:
-            simulated, tokens = await asyncio.to_thread(self._simulate, task, command)
-        sim_s = time.monotonic() - start
-        self._turns.append(Turn(command, OBSERVATION_PREFIX + simulated))
-        row = {"command": command, "simulated": simulated, "real": real.stdout or ""}
-        row |= {"sim_seconds": sim_s, "sim_tokens": tokens, "real_seconds": real_s}
-        row |= {"grounding": self._grounding, "route": path, "grounding_tokens": grounding_tokens}
-        with open(self.trial_paths.agent_dir / SHADOW_LOG, "a", encoding="utf-8") as f:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        return simulated
