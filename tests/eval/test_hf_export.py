@@ -9,7 +9,7 @@ from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import heldout_row
 from terminalworld.core.records import dumps_row
 from terminalworld.errors import InputError
-from terminalworld.eval.hf_export import export_eval_sets
+from terminalworld.eval.hf_export import EvalSetsConfig, export_eval_sets
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def test_export_saves_the_heldout_set_and_each_checkpoints_scores(heldout_and_sc
     folder, rows, _scores = heldout_and_scores
     out = tmp_path / "sets"
     written = export_eval_sets(
-        heldout=str(folder / "heldout.jsonl"), scores={"full": str(folder / "full.jsonl")}, out=str(out)
+        EvalSetsConfig(heldout=str(folder / "heldout.jsonl"), scores={"full": str(folder / "full.jsonl")}, out=str(out))
     )
     assert written == {
         "heldout": {"rows": 3, "hub_repo": None, "pushed": False},
@@ -52,10 +52,10 @@ def test_push_needs_a_token_and_every_repo_named(heldout_and_scores, tmp_path, m
     }
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(InputError, match=r"needs a Hub token in \$HF_TOKEN"):
-        export_eval_sets(**args, hub_repos={"heldout": "o/h", "full": "o/f"}, push=True)
+        export_eval_sets(EvalSetsConfig(**args, hub_repos={"heldout": "o/h", "full": "o/f"}, push=True))
     monkeypatch.setenv("HF_TOKEN", "x")
     with pytest.raises(InputError, match="no Hub repo named for full"):
-        export_eval_sets(**args, hub_repos={"heldout": "o/h"}, push=True)
+        export_eval_sets(EvalSetsConfig(**args, hub_repos={"heldout": "o/h"}, push=True))
     assert not (tmp_path / "o").exists()  # refused before writing anything
 
 
@@ -64,9 +64,11 @@ def test_a_missing_score_is_an_error(heldout_and_scores, tmp_path):
     (folder / "short.jsonl").write_text(dumps_row(scores[0]) + dumps_row({"_summary": True}))
     with pytest.raises(InputError, match="no score for 2 held-out rows"):
         export_eval_sets(
-            heldout=str(folder / "heldout.jsonl"),
-            scores={"short": str(folder / "short.jsonl")},
-            out=str(tmp_path / "o"),
+            EvalSetsConfig(
+                heldout=str(folder / "heldout.jsonl"),
+                scores={"short": str(folder / "short.jsonl")},
+                out=str(tmp_path / "o"),
+            )
         )
 
 

@@ -13,38 +13,68 @@ import pytest
 from fray.types import ResourceConfig
 
 from terminalworld.pipeline.entry import main, overrides, parse_recipe, plan
-from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, step
+from terminalworld.pipeline.step import FAILURE_LOG, Built, config_step, describe_resources
 from tests.conftest import load_experiment
 from tests.paths import REPO_ROOT
 
 
-def broken_fn(*, out: str, value: int) -> None:
-    raise ValueError(f"boom {value}")
+@dataclass(frozen=True)
+class Note:
+    """A test stage's config: where its file goes, what it says, and a file it reads (if any)."""
+
+    out: str
+    value: int = 0
+    source: str | None = None
 
 
-def fine_fn(*, out: str) -> None:
-    Path(out).mkdir(parents=True, exist_ok=True)
-    Path(out, "done.txt").write_text("ok\n")
+def write_note(cfg: Note) -> None:
+    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+    said = Path(cfg.source).read_text() if cfg.source else ""
+    Path(cfg.out).write_text(f"{said}ok {cfg.value}\n")
+
+
+def broken(cfg: Note) -> None:
+    raise ValueError(f"boom {cfg.value}")
+
+
+def note_step(name: str, run=write_note, *, value: int = 0, after=None, resources=None, local=None):
+    """A step writing `{output}/done.txt`, after the file of the step `after` when given."""
+    config = lambda ctx: Note(  # noqa: E731
+        out=os.path.join(ctx.output_path, "done.txt"),
+        value=value,
+        source=Built(after).at(ctx, "done.txt") if after is not None else None,
+    )
+    return config_step(name, run, config, version="2026.01.01", deps=[after], resources=resources, local=local)
 
 
 def test_plan_and_run_resolve_the_same_prefix(monkeypatch, tmp_path):
     monkeypatch.delenv("MARIN_PREFIX", raising=False)
-    h = step("tw-test/fine", fine_fn, version="2026.01.01")
+    h = note_step("tw-test/fine")
     assert f"output:    {h.path()}\n" in plan([h]) + "\n"
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
     assert f"output:    {tmp_path}/tw-test/fine/2026.01.01\n" in plan([h]) + "\n"
     assert main([h], "test", ["--run"]) == 0
-    assert (tmp_path / "tw-test/fine/2026.01.01/done.txt").read_text() == "ok\n"
+    assert (tmp_path / "tw-test/fine/2026.01.01/done.txt").read_text() == "ok 0\n"
+
+
+def test_a_step_runs_the_stages_function_on_its_config_built_from_its_deps(monkeypatch, tmp_path):
+    monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
+    first = note_step("tw-test/first", value=1)
+    second = note_step("tw-test/second", value=2, after=first, local="out")  # written in a local copy
+    assert second.deps == (first,)
+    assert f'"source": "{tmp_path}/tw-test/first/2026.01.01/done.txt"' in plan([second])
+    assert main([second], "test", ["--run"]) == 0
+    assert (tmp_path / "tw-test/second/2026.01.01/done.txt").read_text() == "ok 1\nok 2\n"
+    # The identity reads the config with its deps as name@version, not where the prefix put them.
+    assert second.fingerprint() == note_step("tw-test/second", value=2, after=first).fingerprint()
+    assert second.fingerprint() != note_step("tw-test/second", value=3, after=first).fingerprint()
 
 
 def test_resources_travel_with_the_step_and_stay_out_of_its_identity():
-    local = step("tw-test/r", fine_fn, version="2026.01.01")
-    tpu = step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_tpu("v5p-8"))
-    cpu = step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_cpu())
-    gpus = [
-        step("tw-test/r", fine_fn, version="2026.01.01", resources=ResourceConfig.with_gpu("H100", count=n))
-        for n in (1, 8)
-    ]
+    local = note_step("tw-test/r")
+    tpu = note_step("tw-test/r", resources=ResourceConfig.with_tpu("v5p-8"))
+    cpu = note_step("tw-test/r", resources=ResourceConfig.with_cpu())
+    gpus = [note_step("tw-test/r", resources=ResourceConfig.with_gpu("H100", count=n)) for n in (1, 8)]
     described = [describe_resources(h) for h in (local, tpu, cpu, *gpus)]
     assert described == ["local process", "tpu v5p-8", "cpu", "gpu H100", "gpu H100 x8"]
     assert local.fingerprint() == tpu.fingerprint() == cpu.fingerprint() == gpus[1].fingerprint()
@@ -52,14 +82,14 @@ def test_resources_travel_with_the_step_and_stay_out_of_its_identity():
 
 def test_a_failing_step_prints_one_line_and_keeps_its_traceback_in_the_log(monkeypatch, tmp_path, capfd):
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
-    h = step("tw-test/broken", broken_fn, version="2026.01.01", value=7)
+    h = note_step("tw-test/broken", broken, value=7)
     assert main([h], "test", ["--run"]) == 2
     err = capfd.readouterr().err
     log = tmp_path / "tw-test/broken/2026.01.01" / FAILURE_LOG
     assert "error: step tw-test/broken" in err and f"ValueError: boom 7; traceback in {log}" in err
     assert "Traceback" not in err
     text = log.read_text()
-    assert text.startswith("Traceback") and "in broken_fn" in text and "ValueError: boom 7" in text
+    assert text.startswith("Traceback") and "in broken" in text and "ValueError: boom 7" in text
 
 
 def test_accelerator_steps_are_refused_off_the_cluster(tmp_path):

@@ -11,6 +11,7 @@ environment variable the plan names (never from the config, so it never enters p
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from terminalworld.errors import InputError
@@ -35,18 +36,31 @@ def eval_rows(heldout: list[dict[str, Any]], scores: Results, name: str) -> list
     return out
 
 
-def export_eval_sets(
-    *,
-    heldout: str,
-    scores: dict[str, str],
-    out: str,
-    hub_repos: dict[str, str] | None = None,
-    push: bool = False,
-    token_env: str = "HF_TOKEN",
-) -> dict[str, Any]:
-    """Save the held-out dataset and one dataset per checkpoint under `out`; with `push`, push
+@dataclass(frozen=True)
+class EvalSetsConfig:
+    """The held-out rows, each checkpoint's scores file by name, the output folder, and whether to
+    push to the Hub (each dataset to its repo in `hub_repos`, with the token in `$token_env`)."""
+
+    heldout: str
+    scores: dict[str, str]
+    out: str
+    hub_repos: dict[str, str] | None = None
+    push: bool = False
+    token_env: str = "HF_TOKEN"
+
+
+def export_eval_sets(cfg: EvalSetsConfig) -> dict[str, Any]:
+    """Save the held-out dataset and one dataset per checkpoint under `cfg.out`; with `push`, push
     each to `hub_repos[name]` (the held-out set under `hub_repos["heldout"]`). Returns what was
     written: names, rows and Hub repos."""
+    heldout, scores, out, hub_repos, push, token_env = (
+        cfg.heldout,
+        cfg.scores,
+        cfg.out,
+        cfg.hub_repos,
+        cfg.push,
+        cfg.token_env,
+    )
     import datasets
 
     from terminalworld.core.heldout import read_heldout

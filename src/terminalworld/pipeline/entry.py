@@ -71,6 +71,8 @@ def plan(targets: Sequence[Any]) -> str:
         ]
         if h.adopt_source is None:
             config = materialized_config(h, prefix)
+            if dataclasses.is_dataclass(config):  # a stage's own config, shown by its fields
+                config = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
             if isinstance(config.get("workers"), Workers):
                 lines.append(f"    zephyr:    {config['workers'].describe(config.get('shard_rows'))}")
             lines.append(f"    config:    {json.dumps(config, default=_plain)}")

@@ -17,7 +17,7 @@ import functools
 import os
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,6 +38,81 @@ def step(name: str, fn: Callable[..., Any], *, version: str, resources: Any = No
     return replace(handle, run=remote(handle.run, resources=resources, name=name))
 
 
+def config_step[C](
+    name: str,
+    run: Callable[[C], Any],
+    config: Callable[[Any], C],
+    *,
+    version: str,
+    deps: Sequence[Any],
+    resources: Any = None,
+    local: str | None = None,
+):
+    """Marin's `ArtifactStep` running the stage's own function on the stage's own config:
+    `run(config(ctx))`, where `config` builds it from the context (`ctx.output_path`, and
+    `Built.at(ctx, ...)` for the artifacts it reads, each of which is in `deps`, typed artifacts or
+    steps). With `local`, the config field holding a path inside the output folder: the function
+    writes in a local copy of the folder (`local_copy`), so a rows file resumes on gs:// too. A
+    failure leaves its traceback in `{output}/failure.log`."""
+    from marin.execution.artifact import Artifact
+    from marin.execution.lazy import ArtifactStep
+
+    steps = tuple(dict.fromkeys(getattr(d, "step", d) for d in deps if d is not None and not isinstance(d, str)))
+    handle = ArtifactStep(
+        name=name,
+        version=version,
+        artifact_type=Artifact,
+        run=_Run(run, name, version, local),
+        build_config=config,
+        deps=steps,
+    )
+    if resources is None:
+        return handle
+    from marin.execution.remote import remote
+
+    return replace(handle, run=remote(handle.run, resources=resources, name=name))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A step's run: the stage's function on its config, in a local copy of the output folder when
+    asked, its failure's traceback kept."""
+
+    fn: Callable[[Any], Any]
+    name: str
+    version: str
+    local: str | None
+
+    def __call__(self, config: Any) -> None:
+        from marin.execution.lazy import marin_prefix, prefix_join
+
+        out = prefix_join(marin_prefix(), f"{self.name}/{self.version}")
+        try:
+            if self.local is None:
+                self.fn(config)
+                return
+            with local_copy(out) as folder:
+                self.fn(replace(config, **{self.local: _moved(getattr(config, self.local), out, folder)}))
+        except BaseException:
+            _log_failure(out)
+            raise
+
+
+def _moved(path: str, out: str, folder: str) -> str:
+    """`path`, inside the output folder `out`, as the same path inside `folder`."""
+    rel = path[len(out) :].strip("/") if path.rstrip("/").startswith(out.rstrip("/")) else None
+    if rel is None:
+        raise ValueError(f"{path} is not inside the step's output folder {out}")
+    return os.path.join(folder, rel) if rel else folder
+
+
+def _log_failure(out: str) -> None:
+    import fsspec
+
+    with fsspec.open(os.path.join(out, FAILURE_LOG), "w") as f:
+        f.write(traceback.format_exc())
+
+
 def _keeps_traceback(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn`, writing the traceback of a failure to `{out}/failure.log` before re-raising it."""
 
@@ -46,10 +121,7 @@ def _keeps_traceback(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(out=out, **kwargs)
         except BaseException:
-            import fsspec
-
-            with fsspec.open(os.path.join(out, FAILURE_LOG), "w") as f:
-                f.write(traceback.format_exc())
+            _log_failure(out)
             raise
 
     return run
@@ -112,6 +184,12 @@ class Built:
     def path(self) -> str:
         """The artifact's folder under the current prefix."""
         return self.step.path()
+
+    def at(self, ctx: Any, relpath: str = "") -> str:
+        """The artifact's folder (or `relpath` inside it) as a step's context resolves it; the
+        step must list this artifact in its deps."""
+        folder = ctx.artifact_path(self.step)
+        return os.path.join(folder, relpath) if relpath else folder
 
 
 @dataclass(frozen=True)
@@ -256,3 +334,10 @@ Model = str | Checkpoint  # an HF id or folder, or a checkpoint artifact
 def model_input(model: Model | None) -> str | list | None:
     """Step input for a model: its HF export for a checkpoint, the name itself otherwise."""
     return model.hf if isinstance(model, Checkpoint) else model
+
+
+def model_path(ctx: Any, model: Model | None) -> str | None:
+    """A model as a config names it: a checkpoint's HF export resolved in `ctx`, a name as is."""
+    from terminalworld.pipeline.artifacts import HF_EXPORT
+
+    return model.at(ctx, HF_EXPORT) if isinstance(model, Checkpoint) else model
