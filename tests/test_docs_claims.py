@@ -459,7 +459,7 @@ def pilot_departures() -> bool:
 
     pilot, handles = _pilot_graph()
     (report,) = [h for h in handles if h.name == PILOT_REPORT]
-    departures = materialized_config(report, "local-prefix")["departures"]
+    departures = materialized_config(report, "local-prefix").departures
     return (
         bool(pilot.DEPARTURES)
         and departures == list(pilot.DEPARTURES)

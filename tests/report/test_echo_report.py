@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from terminalworld.report.echo import echo_table, write_echo_report
+from terminalworld.report.echo import EchoReportConfig, echo_table, write_echo_report
 from terminalworld.train.echo.miniature import EchoRecipe
 
 
@@ -85,7 +85,7 @@ def test_written_report(tmp_path):
     for arm, doc in _arms().items():
         files[arm] = str(tmp_path / f"{arm}.json")
         (tmp_path / f"{arm}.json").write_text(json.dumps(doc))
-    t = write_echo_report(files, str(tmp_path / "out"))
+    t = write_echo_report(EchoReportConfig(files, str(tmp_path / "out")))
     assert json.loads((tmp_path / "out" / "echo_report.json").read_text())["arms"]["echo"]["lam"] == 0.05
     assert sorted(t["plots"]) == ["env_ce.png", "reward_per_step.png", "step_seconds.png", "zero_variance_groups.png"]
     assert all((tmp_path / "out" / p).stat().st_size > 1000 for p in t["plots"])

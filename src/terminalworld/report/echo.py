@@ -11,7 +11,7 @@ words what the numbers cannot carry.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -226,8 +226,17 @@ def echo_plots(table: dict[str, Any], out: str) -> list[str]:
     return written
 
 
-def write_echo_report(arm_files: dict[str, str], out: str) -> dict[str, Any]:
-    """`echo_report.json`, `echo_report.md` and the plots in `out`, from each arm's `arm.json`."""
+@dataclass(frozen=True)
+class EchoReportConfig:
+    """Each arm's `arm.json`, by arm, and the output folder."""
+
+    arms: dict[str, str]
+    out: str
+
+
+def write_echo_report(cfg: EchoReportConfig) -> dict[str, Any]:
+    """`echo_report.json`, `echo_report.md` and the plots in `cfg.out`, from each arm's `arm.json`."""
+    arm_files, out = cfg.arms, cfg.out
     os.makedirs(out, exist_ok=True)
     table = echo_table({a: read_json(p) for a, p in arm_files.items()})
     table["plots"] = [os.path.basename(p) for p in echo_plots(table, out)]

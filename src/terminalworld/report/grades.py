@@ -7,6 +7,7 @@ degeneration), where given; with the comparison's notes on agents and simulators
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
 from terminalworld.core.records import read_json, write_json
@@ -25,18 +26,25 @@ WORLD_MODEL_KEYS = (
 )
 
 
-def write_report(
-    *,
-    scores: dict[str, str],
-    out: str,
-    base: str,
-    reference: str | None,
-    grades: dict[str, str],
-    sims: dict[str, dict[int, str]],
-) -> dict[str, Any]:
-    """The probe comparison (report.md, metrics.json, plots) of the scores files `scores` and
-    `report.json` under `out`, with the agent summaries `grades` and the simulator grades `sims`
-    (model → tier → rows file); returns the comparison's table."""
+@dataclass(frozen=True)
+class ReportConfig:
+    """The probe comparison's inputs: each model's scores file, the output folder, the base (and
+    the reference degradations count against), each model's agent summary and simulator grades
+    (tier → rows file)."""
+
+    scores: dict[str, str]
+    out: str
+    base: str
+    reference: str | None = None
+    grades: dict[str, str] = field(default_factory=dict)
+    sims: dict[str, dict[int, str]] = field(default_factory=dict)
+
+
+def write_report(cfg: ReportConfig) -> dict[str, Any]:
+    """The probe comparison (report.md, metrics.json, plots) of the scores files and `report.json`
+    under `cfg.out`, with the agent summaries and the simulator grades; returns the comparison's
+    table."""
+    scores, out, base, reference, grades, sims = cfg.scores, cfg.out, cfg.base, cfg.reference, cfg.grades, cfg.sims
     summaries = {name: read_json(path) for name, path in grades.items()}
     sim = {name: {t: read_summary(p) for t, p in tiers.items()} for name, tiers in sims.items()}
     table = write_comparison(list(scores.values()), base, reference, out, summaries, sim)

@@ -7,6 +7,7 @@ beside it, and `pilot.json`: the scale axis and its sign tests, the findings che
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
@@ -18,21 +19,28 @@ from terminalworld.report.simgrade import read_summary
 PILOT_FILE = "pilot.json"
 
 
-def write_pilot_report(
-    *,
-    scores: dict[str, str],
-    out: str,
-    base: str,
-    arms: list[str],
-    scales: list[str],
-    grades: dict[str, str],
-    sims: dict[str, dict[int, str]],
-    departures: list[str],
-) -> str:
-    """The comparison of the scores files `scores` (model → file) against `base` under `out`, with
-    the agent summaries `grades` and the simulator grades `sims` (model → tier → rows file), then
-    `report.md` and `pilot.json` over the checkpoints `{arm}-{scale}`; returns the scale axis's
-    markdown."""
+@dataclass(frozen=True)
+class PilotReportConfig:
+    """The pilot's report inputs: each model's scores file, the output folder, the base, the arms
+    and scales of the checkpoints `{arm}-{scale}`, the agent summaries, the simulator grades
+    (model → tier → rows file) and the departures from the write-up."""
+
+    scores: dict[str, str]
+    out: str
+    base: str
+    arms: list[str]
+    scales: list[str]
+    grades: dict[str, str]
+    sims: dict[str, dict[int, str]]
+    departures: list[str]
+
+
+def write_pilot_report(cfg: PilotReportConfig) -> str:
+    """The comparison of the scores files against the base under `cfg.out`, with the agent and
+    simulator grades, then `report.md` and `pilot.json` over the checkpoints `{arm}-{scale}`;
+    returns the scale axis's markdown."""
+    scores, out, base, grades, sims = cfg.scores, cfg.out, cfg.base, cfg.grades, cfg.sims
+    arms, scales, departures = cfg.arms, cfg.scales, cfg.departures
     summaries = {name: read_json(path) for name, path in grades.items()}
     sim = {name: {t: read_summary(p) for t, p in tiers.items()} for name, tiers in sims.items()}
     table = write_comparison(list(scores.values()), base, None, out, summaries, sim)

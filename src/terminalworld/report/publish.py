@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from fsspec.core import url_to_fs
@@ -20,14 +21,26 @@ from terminalworld.errors import InputError
 from terminalworld.report.site import GENERATED, DocsBuildConfig, build_docs
 
 
-def build_site(
-    *, reports: list[str], out: str, repo_url: str | None, release: bool, publish: dict[str, str] | None
-) -> None:
-    """Generate the result pages of `reports` into a copy of the project's docs, build it with
+@dataclass(frozen=True)
+class SiteConfig:
+    """The report artifacts whose pages the site shows, the output folder, the repository URL of
+    the Reproduce links, whether this is a release, and where to publish ({user, slug, title,
+    version}; None: not published)."""
+
+    reports: list[str]
+    out: str
+    repo_url: str | None = None
+    release: bool = False
+    publish: dict[str, str] | None = None
+
+
+def build_site(cfg: SiteConfig) -> None:
+    """Generate the result pages of the reports into a copy of the project's docs, build it with
     `mkdocs build --strict` (a broken link or a missing image fails the step) into `{out}/site`, and
-    with `publish` ({user, slug, title, version}) upload it with Marin's `publish_site`, writing the
-    published URL and location to `{out}/published.json`. Raises `InputError` outside a source
-    checkout (no mkdocs.yml beside the package) or when the strict build fails."""
+    with `publish` upload it with Marin's `publish_site`, writing the published URL and location to
+    `{out}/published.json`. Raises `InputError` outside a source checkout (no mkdocs.yml beside the
+    package) or when the strict build fails."""
+    reports, out, repo_url, release, publish = cfg.reports, cfg.out, cfg.repo_url, cfg.release, cfg.publish
     root = Path(terminalworld.__file__).resolve().parents[2]
     if not (root / "mkdocs.yml").is_file():
         raise InputError(f"the docs site builds from a source checkout: no mkdocs.yml in {root}")

@@ -1,33 +1,23 @@
 """The report stage as Marin steps: the world-model probe's comparison of scored models, the
-pilot's scale-axis report, ECHO's miniature report, and the docs site built from report artifacts."""
+pilot's scale-axis report, ECHO's miniature report, and the docs site built from report artifacts.
+Each step runs the stage's function on its config, built from the artifacts it reads."""
 
 from __future__ import annotations
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
+from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, config_step
+from terminalworld.report.echo import EchoReportConfig, write_echo_report
+from terminalworld.report.grades import ReportConfig, write_report
+from terminalworld.report.pilot import PilotReportConfig, write_pilot_report
+from terminalworld.report.publish import SiteConfig, build_site
 
 
-def report_fn(
-    *,
-    scores: dict[str, str | list],
-    out: str,
-    base: str,
-    reference: str | None,
-    grades: dict[str, str | list],
-    sims: dict[str, dict[str, str | list]] | None = None,
-) -> None:
-    """The probe comparison and `report.json` (`report.grades.write_report`)."""
-    from terminalworld.report.grades import write_report
-
-    table = write_report(
-        scores={name: joined(path) for name, path in scores.items()},
-        out=out,
-        base=base,
-        reference=reference,
-        grades={name: joined(path) for name, path in grades.items()},
-        sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in (sims or {}).items()},
-    )
-    print(table["markdown"])
+def _sims(ctx, sims: list[SimGrade]) -> dict[str, dict[int, str]]:
+    """Each model's simulator grades, tier → rows file."""
+    by_model: dict[str, dict[int, str]] = {}
+    for g in sims:
+        by_model.setdefault(g.model_name, {})[g.tier] = g.at(ctx, artifacts.SIM_ROWS)
+    return by_model
 
 
 def report(
@@ -41,45 +31,24 @@ def report(
 ) -> Report:
     """Compare every scored model against `base` (and count degradations against `reference`), with
     the agent grades of `grades` and the simulator grades of `sims` beside the world-model scores."""
-    by_model: dict[str, dict[str, list]] = {}
-    for g in sims:
-        by_model.setdefault(g.model_name, {})[str(g.tier)] = g.file
-    more = {"sims": by_model} if by_model else {}  # reports made before simulator grades keep their identity
-    return Report(
-        step(
-            artifacts.REPORT,
-            report_fn,
-            version=version,
-            scores={s.model_name: inside(s, s.file) for s in scores},
-            base=base,
-            reference=reference,
-            grades={g.model_name: g.summary for g in grades},
-            **more,
-        )
+    config = lambda ctx: ReportConfig(  # noqa: E731
+        scores={s.model_name: s.at(ctx, s.file) for s in scores},
+        out=ctx.output_path,
+        base=base,
+        reference=reference,
+        grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
+        sims=_sims(ctx, sims),
     )
-
-
-def echo_report_fn(*, arms: dict[str, list], out: str) -> None:
-    """`echo_report.json`, `echo_report.md` and the plots from the arms' `arm.json` files."""
-    from terminalworld.report.echo import write_echo_report
-
-    table = write_echo_report({arm: joined(path) for arm, path in arms.items()}, out)
-    print("\n".join(table["notes"]))
+    deps = [*scores, *grades, *sims]
+    return Report(config_step(artifacts.REPORT, write_report, config, version=version, deps=deps))
 
 
 def echo_report(*, arms: list[EchoArm], version: str) -> Report:
     """ECHO's miniature: the GRPO, ECHO and env-only arms side by side."""
-    return Report(step(artifacts.ECHO_REPORT, echo_report_fn, version=version, arms={a.arm: a.file for a in arms}))
-
-
-def site_fn(
-    *, reports: list[str], out: str, repo_url: str | None, release: bool, publish: dict[str, str] | None
-) -> None:
-    """The docs site of `reports` built into `{out}/site`, and published with `publish`
-    (`report.publish.build_site`)."""
-    from terminalworld.report.publish import build_site
-
-    build_site(reports=reports, out=out, repo_url=repo_url, release=release, publish=publish)
+    config = lambda ctx: EchoReportConfig(  # noqa: E731
+        arms={a.arm: a.at(ctx, artifacts.ECHO_ARM) for a in arms}, out=ctx.output_path
+    )
+    return Report(config_step(artifacts.ECHO_REPORT, write_echo_report, config, version=version, deps=arms))
 
 
 def docs_site(
@@ -92,44 +61,14 @@ def docs_site(
 ) -> Site:
     """The docs site built from `reports`; `publish` ({user, slug, title}) also uploads it to Marin's
     public site hosting at this `version` (a calendar version, as `publish_site` requires)."""
-    return Site(
-        step(
-            artifacts.DOCS_SITE,
-            site_fn,
-            version=version,
-            reports=[r.step for r in reports],
-            repo_url=repo_url,
-            release=release,
-            publish={**publish, "version": version} if publish else None,
-        )
+    config = lambda ctx: SiteConfig(  # noqa: E731
+        reports=[r.at(ctx) for r in reports],
+        out=ctx.output_path,
+        repo_url=repo_url,
+        release=release,
+        publish={**publish, "version": version} if publish else None,
     )
-
-
-def pilot_report_fn(
-    *,
-    scores: dict[str, str | list],
-    out: str,
-    base: str,
-    arms: list[str],
-    scales: list[str],
-    grades: dict[str, str | list],
-    sims: dict[str, dict[str, str | list]],
-    departures: list[str],
-) -> None:
-    """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`)."""
-    from terminalworld.report.pilot import write_pilot_report
-
-    text = write_pilot_report(
-        scores={name: joined(path) for name, path in scores.items()},
-        out=out,
-        base=base,
-        arms=arms,
-        scales=scales,
-        grades={name: joined(path) for name, path in grades.items()},
-        sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in sims.items()},
-        departures=departures,
-    )
-    print(text)
+    return Site(config_step(artifacts.DOCS_SITE, build_site, config, version=version, deps=reports))
 
 
 def pilot_report(
@@ -146,20 +85,15 @@ def pilot_report(
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
     (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix, the simulator
     grades, and the departures from the write-up in plain words."""
-    by_model: dict[str, dict[str, list]] = {}
-    for g in sims:
-        by_model.setdefault(g.model_name, {})[str(g.tier)] = g.file
-    return Report(
-        step(
-            artifacts.PILOT_REPORT,
-            pilot_report_fn,
-            version=version,
-            scores={s.model_name: inside(s, s.file) for s in scores},
-            base=base,
-            arms=list(arms),
-            scales=list(scales),
-            grades={g.model_name: g.summary for g in grades},
-            sims=by_model,
-            departures=list(departures),
-        )
+    config = lambda ctx: PilotReportConfig(  # noqa: E731
+        scores={s.model_name: s.at(ctx, s.file) for s in scores},
+        out=ctx.output_path,
+        base=base,
+        arms=list(arms),
+        scales=list(scales),
+        grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
+        sims=_sims(ctx, sims),
+        departures=list(departures),
     )
+    deps = [*scores, *grades, *sims]
+    return Report(config_step(artifacts.PILOT_REPORT, write_pilot_report, config, version=version, deps=deps))
