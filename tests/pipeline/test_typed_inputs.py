@@ -10,8 +10,9 @@ from marin.execution.lazy import materialized_config
 from terminalworld.agent import steps as agent
 from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Checkpoint, HeldoutSet, Tokenized, inside, step
+from terminalworld.pipeline.step import Checkpoint, HeldoutSet, Tokenized, step
 from terminalworld.sim import steps as sim
+from terminalworld.sim.evaluate import SimEvalConfig
 from terminalworld.train import steps as train
 from terminalworld.train.echo.miniature import EchoRecipe
 from terminalworld.train.sft import SftRecipe, TinyQwen3
@@ -61,7 +62,7 @@ def test_the_grade_functions_read_a_typed_harness(monkeypatch, tmp_path):
     ]
 
 
-def test_a_template_checkpoint_stays_a_dependency_inside_the_decoding(tmp_path):
+def test_a_simulator_grade_is_sim_evals_config_with_its_template_checkpoint_a_dependency():
     full = Checkpoint(step("checkpoints/tw-test/full", _fine_fn, version=V))
     rows = step("tw-test/rows", _fine_fn, version=V)
     heldout = HeldoutSet(rows, file="rows.jsonl")
@@ -69,37 +70,14 @@ def test_a_template_checkpoint_stays_a_dependency_inside_the_decoding(tmp_path):
     typed = sim.sim_grade(
         model="smollm2", model_name="base", heldout=heldout, decoding=decoding, chat_template_from=full, version=V
     )
-    spelled = step(
-        artifacts.sim_grade(1, "base"),
-        sim.sim_grade_fn,
-        version=V,
-        model="smollm2",
-        model_name="base",
-        source={"heldout": inside(rows, "rows.jsonl")},
-        decoding={"max_new_tokens": 64, "device": "cpu", "chat_template_from": full.hf},
-    )
-    assert typed.step.fingerprint() == spelled.fingerprint() and full.step in typed.step.deps
+    assert full.step in typed.step.deps and rows in typed.step.deps
     config = materialized_config(typed.step, "/p")
-    assert config["decoding"]["chat_template_from"] == ["/p/checkpoints/tw-test/full/2026.01.01", "hf"]
+    assert isinstance(config, SimEvalConfig) and (config.max_new_tokens, config.device) == (64, "cpu")
+    assert config.chat_template_from == "/p/checkpoints/tw-test/full/2026.01.01/hf"
+    assert config.heldout == "/p/tw-test/rows/2026.01.01/rows.jsonl"
+    assert config.out == f"/p/{artifacts.sim_grade(1, 'base')}/2026.01.01/{artifacts.SIM_ROWS}"
     plain = sim.sim_grade(model="smollm2", model_name="base", heldout=heldout, decoding=decoding, version=V)
-    assert materialized_config(plain.step, "/p")["decoding"] == decoding and full.step not in plain.step.deps
-
-
-def test_the_simulator_grade_reads_both_spellings(monkeypatch, tmp_path):
-    import terminalworld.sim.evaluate as evaluate
-
-    seen = []
-    monkeypatch.setattr(evaluate, "sim_eval", seen.append)
-    typed = sim.DecodingOn(max_new_tokens=8, device="cpu")
-    spelled = {"max_new_tokens": 8, "device": "cpu", "chat_template_from": [str(tmp_path), "hf"]}
-    for decoding in (typed, spelled):
-        sim.sim_grade_fn(
-            model="m", out=str(tmp_path / "out"), model_name="m", source={"probes": "p"}, decoding=decoding
-        )
-    assert [(c.max_new_tokens, c.device, c.chat_template_from) for c in seen] == [
-        (8, "cpu", None),
-        (8, "cpu", f"{tmp_path}/hf"),
-    ]
+    assert materialized_config(plain.step, "/p").chat_template_from is None and full.step not in plain.step.deps
 
 
 def test_an_sft_recipe_keeps_its_tiny_shape_typed():

@@ -254,7 +254,8 @@ def test_the_grounding_source_is_named_when_missing(tok):
 
 
 def test_the_snapshot_step_builds_the_store_from_an_instances_file(tmp_path):
-    from terminalworld.sim.steps import snapshot_store, snapshot_store_fn
+    from terminalworld.grounding.snapshots import StoreConfig, build_store_from
+    from terminalworld.sim.steps import snapshot_store
 
     origin = tmp_path / "remote" / "o" / "p"
     origin.mkdir(parents=True)
@@ -262,12 +263,10 @@ def test_the_snapshot_step_builds_the_store_from_an_instances_file(tmp_path):
     base = _commit(origin, {"a.txt": "one\n"}, "first")
     instances = tmp_path / "instances.jsonl"
     instances.write_text(json.dumps({"instance_id": "o__p-1", "repo": "o/p", "base_commit": base}) + "\n")
-    snapshot_store_fn(
-        out=str(tmp_path / "store"), instances=str(instances), clone_url=str(tmp_path / "remote") + "/{repo}"
-    )
+    build_store_from(StoreConfig(str(instances), str(tmp_path / "store"), str(tmp_path / "remote") + "/{repo}"))
     assert SnapshotSource(str(tmp_path / "store")).has({"instance_id": "o__p-1"})
     planned = snapshot_store(instances=str(instances), version="2026.12.04")
     assert planned.name == "terminalworld/snapshots/swe-zero"
     instances.write_text("{not json\n")
     with pytest.raises(InputError, match=r"instances\.jsonl:1"):
-        snapshot_store_fn(out=str(tmp_path / "s2"), instances=str(instances), clone_url="")
+        build_store_from(StoreConfig(str(instances), str(tmp_path / "s2"), ""))

@@ -130,3 +130,24 @@ def test_probes_are_scored_per_family_by_sim_eval(probe_set, tmp_path):
     assert s["tier"] == 2 and s["n"] == N and s["exact_match"] == 1.0
     assert set(s["by_family"]) == set(FAMILIES) and s["by_family"]["ls"]["n"] == 2
     assert all(f["exact_match"] == 1.0 and f["similarity"] == 1.0 for f in s["by_family"].values())
+
+
+def test_repos_of_trajectory_files_are_left_out_and_a_bad_line_is_an_error(tmp_path):
+    from terminalworld.sim.probes import repos_in
+
+    good = tmp_path / "good.jsonl"
+    rows = [{"instance_id": f"i{k}", "repo": repo, "messages": MESSAGES} for k, repo in enumerate(("a/x", "b/y"))]
+    good.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert repos_in([str(good)]) == {"a/x", "b/y"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl:1"):
+        repos_in([str(bad)])
+
+
+MESSAGES = [
+    {"role": "system", "content": "s"},
+    {"role": "user", "content": "task"},
+    {"role": "assistant", "content": "THOUGHT: look.\n\n```bash\nls\n```"},
+    {"role": "user", "content": "Observation: a.py"},
+]

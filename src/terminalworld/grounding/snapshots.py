@@ -114,6 +114,21 @@ def read_instances(path: str) -> list[Instance]:
     return out
 
 
+@dataclass(frozen=True)
+class StoreConfig:
+    """A snapshot store to build: the instances file (JSON Lines of `{instance_id, repo,
+    base_commit}`), the store's folder (any fsspec URL) and where each repository is cloned from."""
+
+    instances: str
+    store: str
+    clone_url: str = GITHUB
+
+
+def build_store_from(cfg: StoreConfig) -> dict[str, Any]:
+    """`build_store` of the instances in `cfg.instances` (a bad line is an error naming it)."""
+    return build_store(instances=read_instances(cfg.instances), store=cfg.store, clone_url=cfg.clone_url)
+
+
 def build_store(*, instances: Iterable[Instance], store: str, clone_url: str = GITHUB) -> dict[str, Any]:
     """Snapshot every instance not yet in the store; the index is rewritten after each, so a
     rerun resumes. Returns the index."""

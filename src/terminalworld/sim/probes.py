@@ -305,15 +305,32 @@ class ProbesConfig:
     seed: int = option(0, minimum=0)
     repos: list[str] = option([], metavar="REPO", help="only these code trees (pypi/NAME)")
     exclude_repos: list[str] = option([], metavar="REPO", help="leave these code trees out (say, trained on)")
+    # The steps' spelling of the same: trajectory files whose repos are left out (a bad line is an error).
+    exclude_repos_from: list[str] = option([], cli=False)
     timeout_s: float = option(10.0, above=0, help="wall limit per command")
     max_output_chars: int = option(8000, minimum=1, help="the sandbox's output cut (head and tail), as the recorder's")
     workers: int = option(0, minimum=0, help="parallel probes (0: one per core); the output does not depend on it")
+
+
+def repos_in(files: list[str]) -> set[str]:
+    """The repos of the trajectories in `files`; a line that is not a trajectory is an error."""
+    from terminalworld.core.formats import iter_trajectories
+    from terminalworld.core.records import BadLine
+
+    found = set()
+    for item in iter_trajectories(files):
+        if isinstance(item, BadLine):
+            raise InputError(f"{item.file}:{item.line}: {item.reason}")
+        found.add(item[1].repo)
+    return found
 
 
 def make_probes(cfg: ProbesConfig) -> dict[str, Any]:
     """Write `cfg.n` probes to the JSON Lines file `cfg.out` (atomically) and `OUT.manifest.json`
     beside it; returns the manifest."""
     out, n, seed, repos, exclude_repos = cfg.out, cfg.n, cfg.seed, cfg.repos, cfg.exclude_repos
+    if cfg.exclude_repos_from:
+        exclude_repos = sorted(set(exclude_repos) | repos_in(cfg.exclude_repos_from))
     timeout_s, max_output_chars, workers = cfg.timeout_s, cfg.max_output_chars, cfg.workers
     if n <= 0:
         raise InputError("--n must be positive")
