@@ -28,6 +28,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -339,3 +340,32 @@ def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | 
     chosen = heapq.nsmallest(cfg.n, best.items(), key=lambda kv: kv[1][0])
     rows = [shards[s]["rows"][repo] for repo, (_, s) in chosen]
     return write_heldout(cfg, rows, tally, train_tally, train_repos, train_ids, len(best))
+
+
+@dataclass(frozen=True)
+class SubsetsJob:
+    """Nested subsets drawn by a Zephyr job: the sampling, the workers, and the scratch folder for
+    the shards' intermediate files (None: a local temporary one)."""
+
+    sampling: SubsetsConfig
+    workers: Workers
+    scratch: str | None = None
+
+
+def run_subsets_job(job: SubsetsJob) -> dict[str, Any]:
+    """`make_subsets_sharded` of the job; returns the manifest."""
+    return make_subsets_sharded(job.sampling, job.workers, job.scratch)
+
+
+@dataclass(frozen=True)
+class HeldoutJob:
+    """A held-out set drawn by a Zephyr job: the sampling, the workers, and the scratch folder."""
+
+    sampling: HeldoutConfig
+    workers: Workers
+    scratch: str | None = None
+
+
+def run_heldout_job(job: HeldoutJob) -> dict[str, Any]:
+    """`sample_heldout_sharded` of the job; returns the manifest."""
+    return sample_heldout_sharded(job.sampling, job.workers, job.scratch)
