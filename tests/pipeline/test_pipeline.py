@@ -86,5 +86,5 @@ def test_phase05_plan_grades_every_simulator_at_three_tiers_on_gpu_and_starts_no
     assert out.count("resources: gpu H100") == 21 and out.count('"backend": "vllm"') == 21
     assert "terminalworld/probes@2026.12.03" in out and '"n": 500' in out
     assert "terminalworld/tasks/closed-loop@2026.12.03" in out and "assistant-" not in out.split("sim-eval")[1]
-    assert '"chat_template_from": ["gs://marin-us-east5/checkpoints/terminalworld/full-10K/2026.11.03", "hf"]' in out
+    assert '"chat_template_from": "gs://marin-us-east5/checkpoints/terminalworld/full-10K/2026.11.03/hf"' in out
     assert not any(tmp_path.iterdir())

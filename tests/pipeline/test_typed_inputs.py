@@ -8,6 +8,7 @@ from dataclasses import asdict
 from marin.execution.lazy import materialized_config
 
 from terminalworld.agent import steps as agent
+from terminalworld.agent.evaluate import AgentEvalConfig
 from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import Checkpoint, HeldoutSet, Tokenized, step
@@ -25,41 +26,18 @@ def _fine_fn(*, out: str) -> None:
     pass
 
 
-def test_a_typed_harness_has_the_identity_of_its_dict():
+def test_a_local_grade_is_agent_evals_config_with_the_harness_fields():
     limits = {"max_turns": 4, "context_tokens": 8192, "max_tokens_per_turn": 96, "temperature": 0.8}
     typed = agent.local_grade(
         model="smollm2", model_name="m", tasks=TASKS, harness=agent.SampledEpisodes(**limits), version=V
     )
-    spelled = step(
-        artifacts.agent_grade("heldout-tasks", "m"),
-        agent.local_grade_fn,
-        version=V,
-        model="smollm2",
-        tasks=TASKS.step,
-        harness=limits,
-        n_attempts=1,
-    )
-    assert typed.step.fingerprint() == spelled.fingerprint()
-    assert isinstance(materialized_config(typed.step, "/p")["harness"], agent.SampledEpisodes)
-    # A field more is another identity, which is why each plan passes exactly the fields it sets.
+    config = materialized_config(typed.step, "/p")
+    assert isinstance(config, AgentEvalConfig) and config.tasks == TASKS.step.path("/p")
+    assert (config.max_turns, config.max_tokens_per_turn, config.temperature, config.seed) == (4, 96, 0.8, 0)
+    assert (config.model, config.agent, config.n_attempts) == ("smollm2", "model", 1)
+    # The same limits spelled as the whole harness are the same config, so the same identity.
     seeded = agent.local_grade(model="smollm2", model_name="m", tasks=TASKS, harness=HarnessConfig(**limits), version=V)
-    assert seeded.step.fingerprint() != typed.step.fingerprint()
-
-
-def test_the_grade_functions_read_a_typed_harness(monkeypatch, tmp_path):
-    import terminalworld.agent.evaluate as evaluate
-
-    seen = []
-    monkeypatch.setattr(evaluate, "agent_eval", seen.append)
-    for harness in (
-        agent.Episodes(max_turns=3, context_tokens=2048, max_tokens_per_turn=64),
-        HarnessConfig(max_turns=3, context_tokens=2048, max_tokens_per_turn=64, temperature=0.6, seed=2),
-    ):
-        agent.local_grade_fn(model="smollm2", tasks=str(tmp_path), out=str(tmp_path), harness=harness, n_attempts=2)
-    assert [(c.max_turns, c.max_tokens_per_turn, c.temperature, c.seed) for c in seen] == [
-        (3, 64, 0.0, 0),
-        (3, 64, 0.6, 2),
-    ]
+    assert seeded.step.fingerprint() == typed.step.fingerprint()
 
 
 def test_a_simulator_grade_is_sim_evals_config_with_its_template_checkpoint_a_dependency():

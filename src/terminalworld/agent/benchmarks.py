@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from terminalworld.errors import StepFailed
 
@@ -48,3 +49,37 @@ class Benchmark:
                 f"{self.hf_dataset}@{self.revision} is not the pinned slice: missing {missing[:5]}, extra {extra[:5]}"
             )
         return dest
+
+
+@dataclass(frozen=True)
+class BenchmarkGradeConfig:
+    """A model's grade on a pinned benchmark: the model (served by vLLM) and its name, the output
+    folder, the benchmark, the agent, the episode limits (`agent-eval`'s flags of the same names),
+    the attempts, and the secrets Harbor's environment needs."""
+
+    model: str
+    out: str
+    model_name: str
+    benchmark: Benchmark
+    agent: str
+    harness: dict[str, Any]
+    n_attempts: int
+    secrets: list[str] = field(default_factory=list)
+
+
+def grade_benchmark(cfg: BenchmarkGradeConfig) -> None:
+    """Serve the model with vLLM and grade it with Harbor in Daytona on the benchmark, writing in a
+    local copy of `cfg.out` (a rerun resumes what a preempted one put back)."""
+    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
+    from terminalworld.agent.vllm import vllm_server
+    from terminalworld.errors import InputError
+    from terminalworld.pipeline.step import local_copy
+
+    if missing := [name for name in cfg.secrets if not os.environ.get(name)]:
+        raise InputError(f"the agent grade needs the secrets {', '.join(missing)} in its environment")
+    with local_copy(cfg.out) as local:
+        tasks = cfg.benchmark.tasks(os.path.join(local, "dataset"))
+        served = {"model": cfg.model, "served_model": cfg.model_name, "max_model_len": cfg.harness["context_tokens"]}
+        with vllm_server(**served) as url:
+            run = {"tasks": tasks, "out": local, "agent": cfg.agent, "endpoint": url, "served_model": cfg.model_name}
+            agent_eval(AgentEvalConfig(**run, environment="daytona", n_attempts=cfg.n_attempts, **cfg.harness))

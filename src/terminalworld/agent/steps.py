@@ -1,24 +1,25 @@
 """The agent grade as Marin steps: generated tasks, a model graded on them locally, and a model
-served with vLLM and graded by Harbor on a pinned benchmark in production."""
+served with vLLM and graded by Harbor on a pinned benchmark in production. Each step runs the
+stage's function on its config, built from the artifacts it reads."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 
-from terminalworld.agent.benchmarks import Benchmark
+from terminalworld.agent.benchmarks import Benchmark, BenchmarkGradeConfig, grade_benchmark
+from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, joined, local_copy, model_input, step
+from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, config_step, model_path
+from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
 SECRETS = ("DAYTONA_API_KEY",)  # Harbor's Daytona environment
 
 
 @dataclass(frozen=True, kw_only=True)
 class Episodes:
-    """A grade's episode limits: `agent-eval`'s flags of the same names. Marin fingerprints a
-    harness by its fields, so each plan passes exactly the fields it sets: these three,
-    `SampledEpisodes` with a temperature, or the whole `HarnessConfig`."""
+    """A grade's episode limits: `agent-eval`'s flags of the same names; a plan that sets more of
+    them passes `SampledEpisodes` (a temperature too) or the whole `HarnessConfig`."""
 
     max_turns: int
     context_tokens: int
@@ -30,15 +31,6 @@ class SampledEpisodes(Episodes):
     """Episode limits with replies sampled at `temperature` (each attempt seeds its own sampling)."""
 
     temperature: float
-
-
-def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None, per_repo: int = 1) -> None:
-    """Generate and validate `n` tasks into `out` (at most `per_repo` from one repository), from repos
-    outside `exclude_from`."""
-    from terminalworld.tasks.make import MakeTasksConfig, make_tasks
-
-    exclude = [joined(exclude_from)] if exclude_from else []
-    make_tasks(MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude, per_repo=per_repo))
 
 
 def task_suite(
@@ -53,30 +45,14 @@ def task_suite(
 ) -> TaskSet:
     """`n` generated tasks, at most `per_repo` from one repository; with `unseen_in`, only from repos
     absent from its subset of `size`."""
-    # per_repo is an input only when it is not 1, so suites made before it existed keep their identity.
-    more = {"per_repo": per_repo} if per_repo != 1 else {}
-    return TaskSet(
-        step(
-            artifacts.tasks(purpose),
-            tasks_fn,
-            version=version,
-            n=n,
-            seed=seed,
-            exclude_from=unseen_in.subset(size) if unseen_in else None,
-            **more,
-        )
+    config = lambda ctx: MakeTasksConfig(  # noqa: E731
+        out=ctx.output_path,
+        n=n,
+        seed=seed,
+        exclude_repos_from=[unseen_in.at(ctx, artifacts.subset_file(size))] if unseen_in else [],
+        per_repo=per_repo,
     )
-
-
-def local_grade_fn(
-    *, model: str | list, tasks: str, out: str, harness: Episodes | HarnessConfig, n_attempts: int
-) -> None:
-    """Grade `model` (in process, on loopback) on the task folder `tasks` with Harbor."""
-    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
-
-    limits = asdict(harness)
-    cfg = AgentEvalConfig(tasks=tasks, out=out, agent="model", model=joined(model), n_attempts=n_attempts, **limits)
-    agent_eval(cfg)
+    return TaskSet(config_step(artifacts.tasks(purpose), make_tasks, config, version=version, deps=[unseen_in]))
 
 
 def local_grade(
@@ -88,53 +64,19 @@ def local_grade(
     n_attempts: int = 1,
     version: str,
 ) -> AgentGrade:
-    """`model`'s agent grade on the generated tasks, every command in the sandbox."""
-    return AgentGrade(
-        step(
-            artifacts.agent_grade("heldout-tasks", model_name),
-            local_grade_fn,
-            version=version,
-            model=model_input(model),
-            tasks=tasks.step,
-            harness=harness,
-            n_attempts=n_attempts,
-        ),
-        model_name=model_name,
+    """`model`'s agent grade on the generated tasks, in process on loopback, every command in the sandbox."""
+    config = lambda ctx: AgentEvalConfig(  # noqa: E731
+        tasks=tasks.at(ctx),
+        out=ctx.output_path,
+        agent="model",
+        model=model_path(ctx, model),
+        n_attempts=n_attempts,
+        **asdict(harness),
     )
-
-
-def harbor_grade_fn(
-    *,
-    model: str | list,
-    out: str,
-    model_name: str,
-    benchmark: Benchmark,
-    agent: str,
-    harness: Episodes | HarnessConfig,
-    n_attempts: int,
-    secrets: list[str],
-) -> None:
-    """Serve `model` with vLLM inside the step and grade it with Harbor in Daytona on `benchmark`."""
-    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
-    from terminalworld.agent.vllm import vllm_server
-    from terminalworld.errors import InputError
-
-    if missing := [name for name in secrets if not os.environ.get(name)]:
-        raise InputError(f"the agent grade needs the secrets {', '.join(missing)} in its environment")
-    with local_copy(out) as local:
-        tasks = benchmark.tasks(os.path.join(local, "dataset"))
-        with vllm_server(model=joined(model), served_model=model_name, max_model_len=harness.context_tokens) as url:
-            cfg = AgentEvalConfig(
-                tasks=tasks,
-                out=local,
-                agent=agent,
-                endpoint=url,
-                served_model=model_name,
-                environment="daytona",
-                n_attempts=n_attempts,
-                **asdict(harness),
-            )
-            agent_eval(cfg)
+    name = artifacts.agent_grade("heldout-tasks", model_name)
+    return AgentGrade(
+        config_step(name, agent_eval, config, version=version, deps=[model, tasks]), model_name=model_name
+    )
 
 
 def harbor_grade(
@@ -150,19 +92,16 @@ def harbor_grade(
 ) -> AgentGrade:
     """`model`'s grade on a pinned benchmark: vLLM on the step's GPU, Harbor with Daytona
     (DAYTONA_API_KEY in the step's environment)."""
-    return AgentGrade(
-        step(
-            artifacts.agent_grade(benchmark.name, model_name),
-            harbor_grade_fn,
-            version=version,
-            resources=resources,
-            model=model_input(model),
-            model_name=model_name,
-            benchmark=benchmark,
-            agent=agent,
-            harness=harness,
-            n_attempts=n_attempts,
-            secrets=list(SECRETS),
-        ),
+    config = lambda ctx: BenchmarkGradeConfig(  # noqa: E731
+        model=model_path(ctx, model),
+        out=ctx.output_path,
         model_name=model_name,
+        benchmark=benchmark,
+        agent=agent,
+        harness=asdict(harness),
+        n_attempts=n_attempts,
+        secrets=list(SECRETS),
     )
+    name = artifacts.agent_grade(benchmark.name, model_name)
+    step = config_step(name, grade_benchmark, config, version=version, deps=[model], resources=resources)
+    return AgentGrade(step, model_name=model_name)
