@@ -1,9 +1,9 @@
-"""Typed configs cross the step boundary as dataclasses: Marin fingerprints a dataclass exactly as
-the dict of its fields, so the typed builders keep the identity of the steps the dict spellings
-made; a checkpoint's chat template stays a dependency inside the decoding; the step functions read
-both spellings; ECHO's SkyRL run carries a changed command timeout, and only then a new identity."""
+"""A step's config is the stage's own config, built from its artifacts' paths: a local grade is
+AgentEvalConfig with the harness's fields, a simulator grade SimEvalConfig with its template
+checkpoint a dependency, a checkpoint CheckpointConfig with the recipe typed, and ECHO's SkyRL run
+GrpoConfig with the recipe's command timeout; a changed field is a new identity."""
 
-from dataclasses import asdict
+from dataclasses import replace
 
 from marin.execution.lazy import materialized_config
 
@@ -15,6 +15,7 @@ from terminalworld.pipeline.step import Checkpoint, HeldoutSet, Tokenized, step
 from terminalworld.sim import steps as sim
 from terminalworld.sim.evaluate import SimEvalConfig
 from terminalworld.train import steps as train
+from terminalworld.train.checkpoint import CheckpointConfig
 from terminalworld.train.echo.miniature import EchoRecipe
 from terminalworld.train.sft import SftRecipe, TinyQwen3
 
@@ -58,7 +59,7 @@ def test_a_simulator_grade_is_sim_evals_config_with_its_template_checkpoint_a_de
     assert materialized_config(plain.step, "/p").chat_template_from is None and full.step not in plain.step.deps
 
 
-def test_an_sft_recipe_keeps_its_tiny_shape_typed():
+def test_a_checkpoint_is_its_sft_config_with_the_recipe_typed():
     tiny = TinyQwen3(hidden_dim=32, intermediate_dim=96, num_layers=2, num_heads=2, num_kv_heads=1, head_dim=16)
     recipe = SftRecipe(
         epochs=1.0,
@@ -75,23 +76,18 @@ def test_an_sft_recipe_keeps_its_tiny_shape_typed():
     )
     data = Tokenized(step("tw-test/tokenized", _fine_fn, version=V))
     typed = train.checkpoint(tokenized=data, arm="base", scale="t", recipe=recipe, version=V)
-    config = materialized_config(typed.step, "/p")["recipe"]
-    assert config["tiny"] is tiny and SftRecipe(**config) == recipe  # what sft_fn rebuilds
-    spelled = step(
-        artifacts.checkpoint("base", "t"),
-        train.sft_fn,
-        version=V,
-        tokenized=data.step,
-        recipe={**config, "tiny": asdict(tiny)},
-        init_from=None,
-    )
-    assert typed.step.fingerprint() == spelled.fingerprint()
+    config = materialized_config(typed.step, "/p")
+    assert isinstance(config, CheckpointConfig) and config.recipe is recipe and config.recipe.tiny is tiny
+    assert (config.tokenized, config.init_from, config.continue_from) == ("/p/tw-test/tokenized/2026.01.01", None, None)
+    more = train.checkpoint(tokenized=data, arm="base", scale="t", recipe=replace(recipe, steps=9), version=V)
+    assert more.step.fingerprint() != typed.step.fingerprint()
 
 
-def test_the_skyrl_run_carries_a_changed_command_timeout_and_only_then_moves():
+def test_the_skyrl_run_carries_the_recipes_command_timeout():
     policy = Checkpoint(step("checkpoints/tw-test/full", _fine_fn, version=V))
     default, slower = EchoRecipe(arm="echo"), EchoRecipe(arm="echo", command_timeout_s=30.0)
     a, b = (train.echo_grpo(policy=policy, tasks=TASKS, recipe=r, name="echo", version=V) for r in (default, slower))
-    assert "command_timeout_s" not in materialized_config(a.step, "/p")
-    assert materialized_config(b.step, "/p")["command_timeout_s"] == 30.0
+    assert materialized_config(a.step, "/p").command_timeout_s == default.command_timeout_s
+    assert materialized_config(b.step, "/p").command_timeout_s == 30.0
+    assert materialized_config(b.step, "/p").policy == "/p/checkpoints/tw-test/full/2026.01.01/hf"
     assert a.step.fingerprint() != b.step.fingerprint()

@@ -74,7 +74,8 @@ def plan(targets: Sequence[Any]) -> str:
             if dataclasses.is_dataclass(config):  # a stage's own config, shown by its fields
                 config = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
             if isinstance(config.get("workers"), Workers):
-                lines.append(f"    zephyr:    {config['workers'].describe(config.get('shard_rows'))}")
+                rows = next((v.shard_rows for v in config.values() if hasattr(v, "shard_rows")), None)
+                lines.append(f"    zephyr:    {config['workers'].describe(config.get('shard_rows', rows))}")
             lines.append(f"    config:    {json.dumps(config, default=_plain)}")
     return "\n".join(lines)
 

@@ -12,7 +12,7 @@ export. A rerun with the same `run_id` resumes from the newest Levanter checkpoi
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from terminalworld.errors import InputError
@@ -93,14 +93,6 @@ class SftRecipe:
     # run resumes from), and a permanent one every `checkpoint_every` steps (small models, tests).
     checkpoint_minutes: float = 30.0
     checkpoint_every: int | None = None
-
-    def as_input(self) -> dict:
-        """The recipe as a step input: the fields added after the first runs enter it only when set,
-        so checkpoints made before them keep their identity. `tiny` stays a `TinyQwen3`, which Marin
-        fingerprints as the dict of its fields."""
-        later = {"steps": None, "lr_schedule": "cosine", "checkpoint_minutes": 30.0, "checkpoint_every": None}
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {k: v for k, v in values.items() if k not in later or v != later[k]}
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,19 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
     return result
 
 
+@dataclass(frozen=True)
+class ShardedTokenize:
+    """A tokenize job and the Zephyr workers that run its shards."""
+
+    job: TokenizeJob
+    workers: Workers
+
+
+def run_tokenize(cfg: ShardedTokenize) -> dict[str, Any]:
+    """`tokenize_sharded` of the job on its workers; returns the merged statistics."""
+    return tokenize_sharded(cfg.job, cfg.workers)
+
+
 def tokenize_sharded(job: TokenizeJob, workers: Workers) -> dict[str, Any]:
     """Run every shard not yet done, then write the training tokenizer and the merged `stats.json`."""
     from terminalworld.core.records import write_json

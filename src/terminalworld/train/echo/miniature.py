@@ -84,9 +84,22 @@ def _zero_variance(rewards: np.ndarray, groups: np.ndarray) -> float:
     return float(np.mean(flat))
 
 
-def run_arm(*, policy: str, tasks: str, heldout: str, out: str, recipe: EchoRecipe) -> dict:
-    """Train one arm and write its `arm.json` under `out`; returns what it wrote."""
+@dataclass(frozen=True)
+class EchoArmConfig:
+    """One arm's run: the HF policy, the task folder, the held-out rows, the output folder, the recipe."""
+
+    policy: str
+    tasks: str
+    heldout: str
+    out: str
+    recipe: EchoRecipe
+
+
+def run_arm(cfg: EchoArmConfig) -> dict:
+    """Train one arm and write its `arm.json` under `cfg.out`; returns what it wrote."""
     import torch
+
+    policy, tasks, heldout, out, recipe = cfg.policy, cfg.tasks, cfg.heldout, cfg.out, cfg.recipe
 
     loss = recipe.loss()
     tokenizer = load_tokenizer(policy)
