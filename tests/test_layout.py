@@ -183,6 +183,18 @@ def test_no_import_cycle():
             visit(m, [m])
 
 
+def test_a_step_runs_the_stages_own_function_on_its_own_config():
+    # No adapter between a step and its stage: no `*_fn` step function, no path-pair plumbing.
+    adapters = [
+        f"{p.relative_to(SRC)}:{node.name}"
+        for p in SRC.rglob("steps.py")
+        for node in ast.parse(p.read_text()).body
+        if isinstance(node, ast.FunctionDef) and node.name.endswith("_fn")
+    ]
+    step_module = {n.name for n in ast.parse((SRC / "pipeline" / "step.py").read_text()).body if hasattr(n, "name")}
+    assert adapters == [] and not {"step", "inside", "joined", "model_input"} & step_module
+
+
 def test_modules_stay_small():
     sizes = {p.relative_to(SRC).as_posix(): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
     assert {m: n for m, n in sizes.items() if n > 450} == {}

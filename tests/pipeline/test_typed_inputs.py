@@ -11,7 +11,7 @@ from terminalworld.agent import steps as agent
 from terminalworld.agent.evaluate import AgentEvalConfig
 from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import Checkpoint, HeldoutSet, Tokenized, step
+from terminalworld.pipeline.step import Checkpoint, HeldoutSet, Tokenized, config_step
 from terminalworld.sim import steps as sim
 from terminalworld.sim.evaluate import SimEvalConfig
 from terminalworld.train import steps as train
@@ -23,8 +23,9 @@ V = "2026.01.01"
 TASKS = agent.task_suite(purpose="heldout", n=1, seed=0, version=V)
 
 
-def _fine_fn(*, out: str) -> None:
-    pass
+def _fake(name: str):
+    """A step standing for an artifact another step reads (never run here)."""
+    return config_step(name, print, lambda ctx: ctx.output_path, version=V, deps=[])
 
 
 def test_a_local_grade_is_agent_evals_config_with_the_harness_fields():
@@ -42,8 +43,8 @@ def test_a_local_grade_is_agent_evals_config_with_the_harness_fields():
 
 
 def test_a_simulator_grade_is_sim_evals_config_with_its_template_checkpoint_a_dependency():
-    full = Checkpoint(step("checkpoints/tw-test/full", _fine_fn, version=V))
-    rows = step("tw-test/rows", _fine_fn, version=V)
+    full = Checkpoint(_fake("checkpoints/tw-test/full"))
+    rows = _fake("tw-test/rows")
     heldout = HeldoutSet(rows, file="rows.jsonl")
     decoding = sim.DecodingOn(max_new_tokens=64, device="cpu")
     typed = sim.sim_grade(
@@ -74,7 +75,7 @@ def test_a_checkpoint_is_its_sft_config_with_the_recipe_typed():
         max_seq_len=2048,
         tiny=tiny,
     )
-    data = Tokenized(step("tw-test/tokenized", _fine_fn, version=V))
+    data = Tokenized(_fake("tw-test/tokenized"))
     typed = train.checkpoint(tokenized=data, arm="base", scale="t", recipe=recipe, version=V)
     config = materialized_config(typed.step, "/p")
     assert isinstance(config, CheckpointConfig) and config.recipe is recipe and config.recipe.tiny is tiny
@@ -84,7 +85,7 @@ def test_a_checkpoint_is_its_sft_config_with_the_recipe_typed():
 
 
 def test_the_skyrl_run_carries_the_recipes_command_timeout():
-    policy = Checkpoint(step("checkpoints/tw-test/full", _fine_fn, version=V))
+    policy = Checkpoint(_fake("checkpoints/tw-test/full"))
     default, slower = EchoRecipe(arm="echo"), EchoRecipe(arm="echo", command_timeout_s=30.0)
     a, b = (train.echo_grpo(policy=policy, tasks=TASKS, recipe=r, name="echo", version=V) for r in (default, slower))
     assert materialized_config(a.step, "/p").command_timeout_s == default.command_timeout_s

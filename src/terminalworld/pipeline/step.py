@@ -1,19 +1,17 @@
 """How a stage becomes a Marin step, and the typed artifacts the stages' builders return.
 
-A builder (in each stage's `steps` module) wraps a plain top-level step function with `step()`,
-which passes it its output folder as `out`:
-Marin's lazy `apply` addresses the artifact as `{prefix}/{name}/{version}` and fingerprints its
-literal inputs; resources travel with the step as Marin's `RemoteCallable` run, which Marin keeps
-out of the fingerprint. Locally (`resources=None`) a step runs in the driver's process.
-
-A file or folder inside an artifact is passed to a step function as `[artifact step, relative
-path]` (see `inside`); Marin resolves the step to its folder and `joined` gives the path back.
+A builder (in each stage's `steps` module) returns Marin's `ArtifactStep` through `config_step`:
+its run is the stage's own function and its config the stage's own config, built from the step's
+context (`ctx.output_path`, and `Built.at(ctx, relpath)` for what it reads from an artifact it
+depends on). Marin addresses the artifact as `{prefix}/{name}/{version}` and fingerprints the
+config with each dependency as `name@version`; resources travel with the step as Marin's
+`RemoteCallable` run, which Marin keeps out of the fingerprint. Locally (`resources=None`) a step
+runs in the driver's process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import tempfile
 import traceback
@@ -23,19 +21,6 @@ from typing import Any
 
 # Written into a failing step's output folder: the full traceback of its failure.
 FAILURE_LOG = "failure.log"
-
-
-def step(name: str, fn: Callable[..., Any], *, version: str, resources: Any = None, **inputs: Any):
-    """A Marin `ArtifactStep` running `fn(out=<its output folder>, **inputs)`; inputs may hold other
-    steps (dependencies) and `[step, relpath]` pairs."""
-    from marin.execution.lazy import OUT, apply
-
-    handle = apply(name, _keeps_traceback(fn), version=version, out=OUT, **inputs)
-    if resources is None:
-        return handle
-    from marin.execution.remote import remote
-
-    return replace(handle, run=remote(handle.run, resources=resources, name=name))
 
 
 def config_step[C](
@@ -113,20 +98,6 @@ def _log_failure(out: str) -> None:
         f.write(traceback.format_exc())
 
 
-def _keeps_traceback(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn`, writing the traceback of a failure to `{out}/failure.log` before re-raising it."""
-
-    @functools.wraps(fn)
-    def run(*, out: str, **kwargs: Any) -> Any:
-        try:
-            return fn(out=out, **kwargs)
-        except BaseException:
-            _log_failure(out)
-            raise
-
-    return run
-
-
 @contextlib.contextmanager
 def local_copy(out: str):
     """A local folder standing for the output folder `out` (gs:// in production): what a preempted
@@ -142,16 +113,6 @@ def local_copy(out: str):
             yield tmp
         finally:
             fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)
-
-
-def inside(artifact: Any, relpath: str) -> list:
-    """A step input naming `relpath` inside `artifact` (a typed artifact or a step)."""
-    return [getattr(artifact, "step", artifact), relpath]
-
-
-def joined(value: str | list) -> str:
-    """The path a step input names: a plain path as is, an `inside` pair joined."""
-    return os.path.join(*value) if isinstance(value, list) else value
 
 
 def describe_resources(handle: Any) -> str:
@@ -196,23 +157,10 @@ class Built:
 class Corpus(Built):
     """A folder of trajectory shards."""
 
-    @property
-    def files(self) -> list:
-        """Step input naming the corpus files (a glob)."""
-        from terminalworld.pipeline.artifacts import CORPUS_FILES
-
-        return inside(self, CORPUS_FILES)
-
 
 @dataclass(frozen=True)
 class Subsets(Built):
     """Nested training subsets."""
-
-    def subset(self, size: int) -> list:
-        """Step input naming the subset of `size`."""
-        from terminalworld.pipeline.artifacts import subset_file
-
-        return inside(self, subset_file(size))
 
 
 @dataclass(frozen=True)
@@ -220,11 +168,6 @@ class HeldoutSet(Built):
     """Held-out rows in one file."""
 
     file: str
-
-    @property
-    def rows(self) -> list:
-        """Step input naming the rows file."""
-        return inside(self, self.file)
 
 
 @dataclass(frozen=True)
@@ -235,13 +178,6 @@ class Tokenized(Built):
 @dataclass(frozen=True)
 class Checkpoint(Built):
     """Levanter checkpoints and the final HF export."""
-
-    @property
-    def hf(self) -> list:
-        """Step input naming the final HF export (weights, tokenizer and chat template)."""
-        from terminalworld.pipeline.artifacts import HF_EXPORT
-
-        return inside(self, HF_EXPORT)
 
 
 @dataclass(frozen=True)
@@ -264,24 +200,10 @@ class AgentGrade(Built):
 
     model_name: str
 
-    @property
-    def summary(self) -> list:
-        """Step input naming the summary."""
-        from terminalworld.pipeline.artifacts import AGENT_SUMMARY
-
-        return inside(self, AGENT_SUMMARY)
-
 
 @dataclass(frozen=True)
 class ProbeSet(Built):
     """A probe set: its rows and manifest."""
-
-    @property
-    def rows(self) -> list:
-        """Step input naming the probe rows."""
-        from terminalworld.pipeline.artifacts import PROBES_FILE
-
-        return inside(self, PROBES_FILE)
 
 
 @dataclass(frozen=True)
@@ -291,26 +213,12 @@ class SimGrade(Built):
     model_name: str
     tier: int
 
-    @property
-    def file(self) -> list:
-        """Step input naming the rows file."""
-        from terminalworld.pipeline.artifacts import SIM_ROWS
-
-        return inside(self, SIM_ROWS)
-
 
 @dataclass(frozen=True)
 class EchoArm(Built):
     """One arm of ECHO's miniature: `arm.json` (its recipe, steps and held-out cross-entropies)."""
 
     arm: str
-
-    @property
-    def file(self) -> list:
-        """Step input naming `arm.json`."""
-        from terminalworld.pipeline.artifacts import ECHO_ARM
-
-        return inside(self, ECHO_ARM)
 
 
 @dataclass(frozen=True)
@@ -329,11 +237,6 @@ class Site(Built):
 
 
 Model = str | Checkpoint  # an HF id or folder, or a checkpoint artifact
-
-
-def model_input(model: Model | None) -> str | list | None:
-    """Step input for a model: its HF export for a checkpoint, the name itself otherwise."""
-    return model.hf if isinstance(model, Checkpoint) else model
 
 
 def model_path(ctx: Any, model: Model | None) -> str | None:
