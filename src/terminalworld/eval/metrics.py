@@ -19,7 +19,15 @@ import numpy as np
 
 from terminalworld.errors import InputError, ResultsError
 
+# Length buckets of a target in tokens, (label, lowest, highest): the one definition the scorer's
+# summary, the probe table, the grounding page and the site share; > 200 is the write-up's ceiling.
 BUCKETS = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, math.inf))
+BUCKET_LABELS = tuple(label for label, *_ in BUCKETS)
+
+
+def token_bucket(n: int) -> str:
+    """The length bucket of a target of `n` tokens."""
+    return next(label for label, lo, hi in BUCKETS if lo <= n <= hi)
 
 
 @dataclass

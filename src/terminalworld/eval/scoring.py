@@ -39,7 +39,7 @@ from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
-from terminalworld.eval.metrics import ppl_stats
+from terminalworld.eval.metrics import BUCKET_LABELS, ppl_stats, token_bucket
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 
@@ -313,19 +313,11 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
     }
 
 
-TOKEN_BUCKETS = ((20, "<=20"), (200, "21-200"), (None, ">200"))  # target tokens; >200 is the write-up's ceiling
-
-
-def token_bucket(n: int) -> str:
-    """The length bucket of a target of `n` tokens."""
-    return next(label for limit, label in TOKEN_BUCKETS if limit is None or n <= limit)
-
-
 def _by(rows: list[dict[str, Any]], key) -> list[tuple[str, list[dict[str, Any]]]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(key(r), []).append(r)
-    order = [label for _, label in TOKEN_BUCKETS]
+    order = list(BUCKET_LABELS)
     return sorted(groups.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
 
 

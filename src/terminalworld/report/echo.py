@@ -126,11 +126,11 @@ def _in_order(arms: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(a, arms[a]) for a in ARMS if a in arms]
 
 
-def echo_markdown(table: dict[str, Any]) -> str:
-    """The report as Markdown: the arms' table, the departures and the notes."""
+def echo_markdown(table: dict[str, Any], title: bool = True) -> str:
+    """The report as Markdown: its title (unless a page gives its own), the arms' table, the
+    departures and the notes."""
     lines = [
-        "# ECHO miniature: GRPO, ECHO and env-only",
-        "",
+        *(["# ECHO miniature: GRPO, ECHO and env-only", ""] if title else []),
         f"Held-out env-token cross-entropy (nats per O′ token) on {table['heldout_trajectories']} fixed "
         "trajectories; changes are paired per trajectory, brackets hold 95% bootstrap intervals.",
         "",

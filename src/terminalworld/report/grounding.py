@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from terminalworld.core.trajectories import Trajectory, extract_command
-from terminalworld.eval.scoring import TOKEN_BUCKETS, token_bucket
+from terminalworld.eval.metrics import BUCKET_LABELS, token_bucket
 from terminalworld.grounding.routing import family, route
 from terminalworld.report.figures import save_plot
 
@@ -53,7 +53,7 @@ def ppl_by_bucket(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, di
         # An empty target (scored on its end-of-turn token alone) is skipped, as the scorer skips it.
         rows = [r for r in rows if "skipped" not in r and r.get("target_chars") != 0]
         per: dict[str, Any] = {}
-        for label in [b for _, b in TOKEN_BUCKETS] + ["all"]:
+        for label in [*BUCKET_LABELS, "all"]:
             inside = [r for r in rows if label == "all" or token_bucket(r["n_target_tokens"]) == label]
             scored = [r for r in inside if "ppl" in r]
             served = [r for r in inside if r.get("route") == "exact" and "ppl" not in r]
@@ -71,7 +71,7 @@ def ppl_by_bucket(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, di
 
 def ppl_table(table: dict[str, dict[str, Any]], *, label: str = "grounding") -> str:
     """The PPL-by-bucket table as Markdown, one line per key of `table` (a mode, or what `label` names)."""
-    labels = [b for _, b in TOKEN_BUCKETS] + ["all"]
+    labels = [*BUCKET_LABELS, "all"]
     lines = [f"| {label} | " + " | ".join(f"{b} tokens" if b != "all" else "all" for b in labels) + " |"]
     lines.append("|---|" + "---|" * len(labels))
     for mode, per in table.items():
@@ -177,7 +177,7 @@ def ppl_plot(tables: dict[str, dict[str, dict[str, Any]]], out: str, name: str, 
 
     from terminalworld.report.figures import log_axis
 
-    labels = [b for _, b in TOKEN_BUCKETS]
+    labels = list(BUCKET_LABELS)
     fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 3.6), squeeze=False)
     for ax, (set_name, table) in zip(axes[0], tables.items(), strict=True):
         width = 0.8 / len(table)

@@ -5,7 +5,6 @@ beside it when the report has one, ECHO's miniature, and the pilot's scale axis.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 from fsspec.core import url_to_fs as _fs
 
 from terminalworld.core.records import read_json
+from terminalworld.eval.metrics import BUCKET_LABELS
 from terminalworld.pipeline import artifacts
 
 
@@ -137,10 +137,9 @@ def _bucket(b: dict[str, Any] | None) -> str:
     return f"{_num(b['median_ppl'])} · {b['token_share']:.0%} · n={b['n']}" if b else "—"
 
 
-def _bucket_order(label: str) -> int:
-    # Labels read "<=20", "21-200", ">200": ordered by their lower bound.
-    low = int((re.findall(r"\d+", label) or [10**9])[0])
-    return -1 if label.startswith("<") else low + label.startswith(">")
+def _bucket_order(label: str) -> tuple[int, str]:
+    # The buckets' own order (`eval.metrics.BUCKETS`); a label it does not know goes last.
+    return (BUCKET_LABELS.index(label) if label in BUCKET_LABELS else len(BUCKET_LABELS), label)
 
 
 def probe_page(report: Artifact, page: Page, assets: str) -> None:
@@ -171,7 +170,7 @@ def probe_page(report: Artifact, page: Page, assets: str) -> None:
         from terminalworld.report.simgrade import in_model_order, sim_markdown
 
         sim = {**sim, "checkpoints": in_model_order(sim["checkpoints"], [c["name"] for c in cps])}
-        page.markdown(sim_markdown(sim).replace("## Simulator grade", "### Simulator grade"))
+        page.markdown(sim_markdown(sim, level=3))
     for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
         if name.endswith(".png"):
             page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))
@@ -214,7 +213,7 @@ def echo_page(report: Artifact, page: Page, assets: str) -> None:
     from terminalworld.report.echo import PLOTS, REPORT_FILE, echo_markdown
 
     t = read_json_at(report.path, REPORT_FILE)
-    page.markdown("\n".join(echo_markdown(t).split("\n")[2:]))
+    page.markdown(echo_markdown(t, title=False))
     for name in t.get("plots", []):
         page.image(posixpath.join(report.path, name), f"{assets}/{name}", PLOTS.get(name, name))
 
@@ -230,8 +229,7 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     from terminalworld.report.scale import scale_markdown
 
     doc = read_json_at(report.path, "pilot.json")
-    text = scale_markdown(doc["scale_axis"], doc["findings"], doc["process"]).replace("\n## ", "\n### ")
-    page.markdown(text.replace("## ", "### ", 1) if text.startswith("## ") else text)
+    page.markdown(scale_markdown(doc["scale_axis"], doc["findings"], doc["process"], level=3))
     if curve := doc.get("depth_curve"):
         depths = sorted({p["depth"] for points in curve.values() for p in points})
         page.add(

@@ -123,11 +123,14 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.0%}"
 
 
-def scale_markdown(axis: dict[str, Any], found: list[dict[str, Any]], process: list[dict[str, Any]]) -> str:
-    """The scale axis, the sign tests, the findings and the steps of a fix as Markdown."""
-    m = axis["n"]
+def scale_markdown(
+    axis: dict[str, Any], found: list[dict[str, Any]], process: list[dict[str, Any]], level: int = 2
+) -> str:
+    """The scale axis, the sign tests, the findings and the steps of a fix as Markdown, its
+    sections under headings of `level`."""
+    m, h = axis["n"], "#" * level
     lines = [
-        f"## The scale axis ({m} held-out trajectories, every checkpoint)",
+        f"{h} The scale axis ({m} held-out trajectories, every checkpoint)",
         "",
         "| arm | scale | median PPL [95% CI] | token-weighted PPL [95% CI] | PPL > 10 | worst | beats base | degrades vs own smallest |",
         "|---|---|---|---|---:|---:|---:|---:|",
@@ -156,7 +159,7 @@ def scale_markdown(axis: dict[str, Any], found: list[dict[str, Any]], process: l
         steps = ("valid_action", "file_localised", "function_localised", "reproduced", "edited_file", "diff", "solved")
         head = ["checkpoint", *(f"pass@{k}" for k in ks), "valid action", "file found", "function found"]
         head += ["reproduced", "edited bug file", "non-empty diff", "solved"]
-        lines += ["", "## Agent grade: the steps of a fix (share of scored trials)", ""]
+        lines += ["", f"{h} Agent grade: the steps of a fix (share of scored trials)", ""]
         lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for r in process:
             cells = [_f(r["pass_at_k"].get(k), 3) for k in ks] + [_pct(r.get(s)) for s in steps]

@@ -102,16 +102,17 @@ def _f(x: float | None, pct: bool = False) -> str:
     return "—" if x is None else f"{x:.0%}" if pct else f"{x:.3f}"
 
 
-def sim_markdown(table: dict[str, Any]) -> str:
-    """The simulator grade's tables."""
-    lines = ["## Simulator grade", ""]
+def sim_markdown(table: dict[str, Any], level: int = 2) -> str:
+    """The simulator grade's tables, under a heading of `level` (its tiers one level below)."""
+    h, sub = "#" * level, "#" * (level + 1)
+    lines = [f"{h} Simulator grade", ""]
     cps = table["checkpoints"]
     for tier, title in ((1, "Tier 1, held-out rows"), (2, "Tier 2, probes")):
         have = {n: r[f"tier{tier}"] for n, r in cps.items() if f"tier{tier}" in r}
         if not have:
             continue
         lines += [
-            f"### {title}",
+            f"{sub} {title}",
             "",
             "| model | n | exact match | similarity | line F1 | degenerate | degenerate (long) | capped |",
         ]
@@ -128,7 +129,7 @@ def sim_markdown(table: dict[str, Any]) -> str:
         lines.append("")
     loops = {n: r["tier3"] for n, r in cps.items() if "tier3" in r}
     if loops:
-        lines += ["### Tier 3, the closed loop with a real shadow", ""]
+        lines += [f"{sub} Tier 3, the closed loop with a real shadow", ""]
         lines += ["| simulator | episodes | turn similarity | diverged | outcome agreement | reward: loop vs sandbox |"]
         lines += ["|---|---:|---:|---:|---:|---:|"]
         for n, r in loops.items():
