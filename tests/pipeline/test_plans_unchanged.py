@@ -2,7 +2,7 @@
 fingerprint (Marin's recipe hash), so refactoring the library never forks an artifact silently.
 
 A change that is meant to change a plan rewrites the fixture on purpose and says why in the
-commit and the README:
+commit:
 
     uv run python tests/pipeline/test_plans_unchanged.py     # rewrite plans.json
 """

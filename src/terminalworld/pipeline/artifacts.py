@@ -15,11 +15,11 @@ CORPUS = "terminalworld/corpus/swe-zero-12m"  # the 12M-trajectory SWE-ZERO copy
 RECORDED_CORPUS = "terminalworld/corpus/recorded"  # the real-shell recording (local demo)
 SUBSETS = "terminalworld/subsets/swe-zero"  # nested subsets: subset-{size}.jsonl.gz
 REPORT = "terminalworld/reports/world-model-probe"
-ECHO_REPORT = "terminalworld/reports/echo-miniature"
+ECHO_REPORT = "terminalworld/reports/echo-miniature"  # ECHO's three arms side by side
 PILOT_REPORT = "terminalworld/reports/pilot"  # the pilot: SmolLM2-135M, three arms x three scales
 EVAL_SETS = "terminalworld/hf-eval-sets"  # the held-out set and every checkpoint's scores as HF datasets
 SNAPSHOTS = "terminalworld/snapshots/swe-zero"  # pinned repositories per SWE-ZERO instance (grounding)
-PROBES = "terminalworld/probes"  # tier-2 probe set: real session prefixes, true outputs from the sandbox  # ECHO's three arms side by side
+PROBES = "terminalworld/probes"  # tier-2 probe set: real session prefixes, true outputs from the sandbox
 # The docs site: its dependencies are the reports it shows, so its provenance names them.
 DOCS_SITE = "terminalworld/docs-site"
 
@@ -31,10 +31,10 @@ TRAINING_TOKENIZER = "training-tokenizer"  # the tokenizer whose eos is the docu
 STATS = "stats.json"
 AGENT_SUMMARY = "summary.json"  # an agent grade's pass@1, pass@k and counts
 ECHO_ARM = "arm.json"  # one ECHO arm's steps and held-out cross-entropies
-HF_EXPORT = "hf"
+HF_EXPORT = "hf"  # a checkpoint artifact's final HF export (tokenizer and chat template included)
 PROBES_FILE = "probes.jsonl"  # a probe set's rows (the held-out schema plus `family`)
 SIM_ROWS = "sim_eval.jsonl"  # a simulator grade's rows, its summary last
-SHADOW_LOG = "shadow.jsonl"  # a simulated Harbor trial's commands, simulated and real outputs (its agent folder)  # a checkpoint artifact's final HF export (tokenizer and chat template included)
+SHADOW_LOG = "shadow.jsonl"  # a simulated Harbor trial's commands, simulated and real outputs (its agent folder)
 
 
 def heldout(n: int) -> str:
