@@ -13,8 +13,9 @@ commands (its `trajectory.json`) and from the verifier (the diff it found and th
 - `diff`: the diff at submission is non-empty;
 - `solved`: the verifier's reward is a solve.
 
-The diff is what the task's verifier (`tests/test.sh`) records before it runs the cases
-(`verifier/submission.diff`), so it is the repository as submitted, for every agent alike. Harbor's
+The diff is the one the host computes from the trial's repository copy when the verifier's folder
+is downloaded (`verifier/submission.diff`, `tasks.submission`), so it is the repository as
+submitted, for every agent alike, and no file the sandbox wrote. Harbor's
 own agents leave no trajectory; their commands are known: `nop` runs none, `oracle` runs the
 solution script and nothing else, so each scores exactly what its commands do. Where the bug's
 file and function are unknown (a task not made by `tasks make`), the flags that need them are None.

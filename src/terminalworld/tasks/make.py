@@ -5,10 +5,14 @@ For each code tree, in an order seeded by `seed`:
    different hash seeds) and keep the calls whose results agree: the original behaviour.
 2. Inject one bug into a function (`bugs.inject`), re-run the calls in the sandbox, and keep the
    bug when some call now fails: those calls are FAIL_TO_PASS, and calls that still pass are
-   PASS_TO_PASS (other functions first).
-3. Write the task (`layout.write_task`): the repository with the bug committed as its only
-   commit, an issue-style instruction that shows one failing call and never the changed line, the
-   cases, and the reverse patch as the solution.
+   PASS_TO_PASS (a few of the function's own, then other functions').
+   A bug needs `HIDDEN_FAILING` failing calls beyond the one the instruction shows, so that
+   hard-coding the shown call (or reading it off the instruction) never passes, and at least two
+   expected values among the function's cases, so that no single guessed value passes.
+3. Write the task (`layout.write_task`): the repository with the bug committed as the only commit
+   of a fresh repository (no reflog, no object of the original), an issue-style instruction that
+   shows one failing call and never the changed line, the cases, and the reverse patch as the
+   solution.
 4. Validate it as Harbor's verifier would: the original passes, the bugged copy fails, the oracle
    solution fixes it. A task that fails any check is dropped and counted in `manifest.json`.
 
@@ -51,7 +55,9 @@ from terminalworld.tasks.bugs import Bug, has_candidates, inject
 
 MIN_CALLS = 3  # a function needs this many stable calls before a bug in it can be tested
 MAX_FAIL_TO_PASS = 5
+HIDDEN_FAILING = 2  # failing cases beyond the instruction's example: hard-coding the example never passes
 MAX_PASS_TO_PASS = 5
+OWN_PASS_TO_PASS = 2  # of the bugged function's passing calls among PASS_TO_PASS, when it has them
 
 
 @dataclass(frozen=True)
@@ -138,9 +144,16 @@ def _patch(repo: Path, rel: str, original: str) -> str:
 
 
 def _commit_bug(repo: Path, rel: str, bug: Bug) -> None:
-    """Rewrite the repository's only commit so it holds the bug: `git diff` and `git log` show nothing."""
+    """Make `repo` a fresh repository whose only commit holds the bug: `git diff` and `git log` show
+    nothing, and nothing in `.git` holds the original (an amended commit would leave it in the reflog
+    and as an unreachable object, one `git checkout HEAD@{1} -- .` from the fix). No reflog is kept."""
+    message = git(repo, "log", "-1", "--format=%B").strip()
+    shutil.rmtree(repo / ".git")
     (repo / rel).write_text(bug.source)
-    git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "core.logAllRefUpdates=false", "commit", "-q", "-m", message)
+    shutil.rmtree(repo / ".git" / "logs", ignore_errors=True)
     normalize_times(repo)
 
 
@@ -183,7 +196,17 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
                 if not failing:
                     dropped["bug_not_observable"] += 1
                     continue
-                passing = [c for c in others + own if outcomes[c["id"]]["passed"]]
+                if len(failing) < 1 + HIDDEN_FAILING:
+                    dropped["too_few_failing_cases"] += 1
+                    continue
+                # Some of the function's own passing calls first: code that tells the verifier apart
+                # cannot then pass by returning one guessed value (or the bugged one's opposite).
+                own_passing = [c for c in own if outcomes[c["id"]]["passed"]]
+                passing = own_passing[:OWN_PASS_TO_PASS] + [c for c in others if outcomes[c["id"]]["passed"]]
+                passing += own_passing[OWN_PASS_TO_PASS:]
+                if len({c["expected"] for c in failing + own_passing[:OWN_PASS_TO_PASS]}) < 2:
+                    dropped["one_expected_value"] += 1
+                    continue
                 task = _write(
                     tree=tree,
                     cfg=cfg,
