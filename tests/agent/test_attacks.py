@@ -31,8 +31,8 @@ def test_no_agent_action_forges_or_drops_its_grade(generated_tasks, tmp_path):
     entry = json.loads((generated_tasks / "manifest.json").read_text())["tasks"][0]
     source = generated_tasks / entry["task_id"]
     path = tomllib.loads((source / "task.toml").read_text())["metadata"]["path"]
-    flood = "[open(f'/logs/verifier/flood{i}', 'wb').write(bytes(60 << 20)) for i in range(7)]"
-    forge = "open('/logs/verifier/submission.diff', 'w').write('FORGED')"
+    flood = '[open(f"/logs/verifier/flood{i}", "wb").write(bytes(60 << 20)) for i in range(7)]'
+    forge = 'open("/logs/verifier/submission.diff", "w").write("FORGED")'
     attacks = {
         "reflog": ["git checkout HEAD@{1} -- . ; git checkout ORIG_HEAD -- ."],
         "verifier-555": ["chmod 555 /logs/verifier"],

@@ -79,6 +79,7 @@ GATES = {"hard-coded": "True", "argv": "_tw_sys.argv[0].endswith('check.py')"}
 
 @pytest.mark.parametrize("gate", list(GATES.values()), ids=list(GATES))
 def test_answering_the_instruction_example_never_passes(generated_tasks, workdir, gate):
+    lone_verdicts = []
     for entry in _entries(generated_tasks):
         task = generated_tasks / entry["task_id"]
         cases = json.loads((task / "tests" / "cases.json").read_text())
@@ -91,13 +92,15 @@ def test_answering_the_instruction_example_never_passes(generated_tasks, workdir
         module = repo / entry["path"]
         module.write_text(module.read_text() + _hard_coded(entry, example, gate))
         assert layout.verify(task, repo) == 0.0
-        # The same code passes a task whose one failing case is the example: the attack works.
+        # The same code passes a task whose one failing case is the example: the attack works
+        # (where the bugged module imports at all; a bug that breaks the import fails every case).
         lone = workdir / f"lone-{entry['task_id']}"
         (lone / "tests").mkdir(parents=True)
         (lone / "solution").mkdir()
         (lone / "tests" / "test.sh").write_text(layout.TEST_SH)
         (lone / "tests" / "cases.json").write_text(json.dumps([example]))
-        assert layout.verify(lone, repo) == 1.0
+        lone_verdicts.append(layout.verify(lone, repo))
+    assert 1.0 in lone_verdicts
 
 
 PLANT = """python3 - <<'PLANT'
