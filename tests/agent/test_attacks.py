@@ -6,13 +6,9 @@ import json
 import shutil
 import tomllib
 
-import pytest
-
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
-from terminalworld.agent.harbor.environment import DROPPED_NOTE, VERIFIER_BYTES
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
-
-pytestmark = pytest.mark.slow_ci  # one Harbor job of eight trials
+from terminalworld.tasks.layout import DROPPED_NOTE, VERIFIER_BYTES
 
 SUBMIT = f"THOUGHT: done.\n\n```bash\necho {SUBMIT_SENTINEL}\n```"
 
@@ -61,6 +57,6 @@ def test_no_agent_action_forges_or_drops_its_grade(generated_tasks, tmp_path):
     assert sum(f.stat().st_size for f in flooded.rglob("*") if f.is_file()) <= VERIFIER_BYTES + (1 << 20)
     assert "flood" in (flooded / DROPPED_NOTE).read_text()
     forged = (verifier["forged-diff"] / "submission.diff").read_text()
-    assert forged.startswith(f"diff --git a/{path} b/{path}\n") and "FORGED" not in forged
+    assert forged.startswith(f"diff --git a/{path} b/{path}\n") and '+open("/logs/verifier/submission.diff"' in forged
     assert (verifier["nop"] / "submission.diff").read_text() == ""
     assert rows["forged-diff"]["process"]["edited_file"] and not rows["nop"]["process"]["diff"]

@@ -26,7 +26,7 @@ host's own runner, and the download writes the host's reward from the case lines
 printed, whatever reward file the code under test left; any other task's reward must pass
 `tasks.layout.read_reward` (a regular file holding one number in [0, 1]; a reward.json is refused),
 else the download fails: a failed submission, never a forged score. The download copies at most
-`VERIFIER_FILES` files and `VERIFIER_BYTES` bytes of the folder (the rest named in `dropped.txt`),
+`layout.VERIFIER_FILES` files and `layout.VERIFIER_BYTES` bytes of the folder (the rest named in `dropped.txt`),
 and its `submission.diff` is the host's (`tasks.submission`), computed from the repository copy,
 never a file the sandbox wrote. A command runs as the sandbox's uid 0 whatever `user` asks, with the
 sandbox's wall limit (`timeout_sec`, else `command_timeout_s`).
@@ -63,9 +63,6 @@ BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
 VERIFIER_DIR = "/logs/verifier"
 # Harbor's (0.26) first verifier step, removing stale rewards: done on the host, on a new folder.
 REMOVE_REWARDS = f"rm -f -- {VERIFIER_DIR}/reward.txt {VERIFIER_DIR}/reward.json"
-VERIFIER_FILES = 256  # what the host copies from /logs/verifier: at most this many files ...
-VERIFIER_BYTES = 16 << 20  # ... and bytes; the rest is dropped, named in DROPPED_NOTE
-DROPPED_NOTE = "dropped.txt"
 LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")  # Harbor writes there without creating them
 
 
@@ -188,9 +185,9 @@ class SandboxEnvironment(BaseEnvironment):
         self._sandbox.claim_repo()
 
     def _copy_verifier_dir(self, top: str, below: str, target: Path) -> None:
-        """Copy the verifier folder's folders and regular files to `target`, at most `VERIFIER_FILES`
-        files and `VERIFIER_BYTES` bytes (a file that does not fit is dropped whole), naming what was
-        dropped in `DROPPED_NOTE`; reward and diff files are the host's own, written afterwards."""
+        """Copy the verifier folder's folders and regular files to `target`, at most `layout.VERIFIER_FILES`
+        files and `layout.VERIFIER_BYTES` bytes (a file that does not fit is dropped whole), naming what was
+        dropped in `layout.DROPPED_NOTE`; reward and diff files are the host's own, written afterwards."""
         target.mkdir(parents=True, exist_ok=True)
         files, size, dropped = 0, 0, []
         for fd, name, st, parts in walk.walk(top, below):
@@ -202,17 +199,19 @@ class SandboxEnvironment(BaseEnvironment):
                 continue
             if not stat.S_ISREG(st.st_mode) or rel in ("reward.txt", "reward.json", process.SUBMISSION_DIFF):
                 continue
-            if files >= VERIFIER_FILES or size + st.st_size > VERIFIER_BYTES or not dest.parent.is_dir():
+            if files >= layout.VERIFIER_FILES or size + st.st_size > layout.VERIFIER_BYTES or not dest.parent.is_dir():
                 dropped.append(f"{rel[:200]!r} ({st.st_size} bytes)")
                 continue
             if (src := walk.open_regular(fd, name)) is None:
                 continue
             with os.fdopen(src, "rb") as fin, open(dest, "wb") as fout:
-                copied = fout.write(fin.read(VERIFIER_BYTES - size + 1)[: VERIFIER_BYTES - size])
+                copied = fout.write(fin.read(layout.VERIFIER_BYTES - size + 1)[: layout.VERIFIER_BYTES - size])
             files, size = files + 1, size + copied
         if dropped:
-            note = f"{len(dropped)} files left out (caps: {VERIFIER_FILES} files, {VERIFIER_BYTES} bytes):\n"
-            (target / DROPPED_NOTE).write_text(note + "\n".join(dropped[:VERIFIER_FILES]) + "\n")
+            note = (
+                f"{len(dropped)} files left out (caps: {layout.VERIFIER_FILES} files, {layout.VERIFIER_BYTES} bytes):\n"
+            )
+            (target / layout.DROPPED_NOTE).write_text(note + "\n".join(dropped[: layout.VERIFIER_FILES]) + "\n")
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
         """Copy a sandbox folder's folders and regular files to the host. The verifier's folder is
