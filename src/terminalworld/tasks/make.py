@@ -204,7 +204,8 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
                 own_passing = [c for c in own if outcomes[c["id"]]["passed"]]
                 passing = own_passing[:OWN_PASS_TO_PASS] + [c for c in others if outcomes[c["id"]]["passed"]]
                 passing += own_passing[OWN_PASS_TO_PASS:]
-                if len({c["expected"] for c in failing + own_passing[:OWN_PASS_TO_PASS]}) < 2:
+                graded = failing[:MAX_FAIL_TO_PASS] + own_passing[:OWN_PASS_TO_PASS]
+                if len({c["expected"] for c in graded if c["function"] == function}) < 2:
                     dropped["one_expected_value"] += 1
                     continue
                 task = _write(
