@@ -11,7 +11,7 @@ import tomllib
 
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
-from terminalworld.tasks.layout import DROPPED_NOTE, VERIFIER_BYTES
+from terminalworld.tasks.layout import DROPPED_NOTE, VERIFIER_BYTES, VERIFIER_FILES
 from tests.tasks.test_forgery import GATES, PLANT, _hard_coded, _original
 
 SUBMIT = f"THOUGHT: done.\n\n```bash\necho {SUBMIT_SENTINEL}\n```"
@@ -42,6 +42,7 @@ def test_no_agent_action_forges_or_drops_its_grade(generated_tasks, tmp_path):
         "tests-sh-folder": ["mkdir -p /tests/test.sh/x && chmod 000 /tests/test.sh"],
         "check-py-folder": ["mkdir -p /tests/check.py/x && chmod 555 /tests"],
         "log-flood": [_payload(path, flood)],
+        "name-flood": [_payload(path, '[os.makedirs(f"/logs/verifier/d{i}/e") for i in range(2000)]')],
         "forged-diff": [_payload(path, forge)],
         "hard-coded": [f"cat >> {path} <<'TW'\n{_hard_coded(entry, example, GATES['hard-coded'])}TW"],
         "argv": [f"cat >> {path} <<'TW'\n{_hard_coded(entry, example, GATES['argv'])}TW"],
@@ -59,12 +60,15 @@ def test_no_agent_action_forges_or_drops_its_grade(generated_tasks, tmp_path):
     s = agent_eval(cfg)
     rows = {r["task"]: r for r in map(json.loads, (out / "trials.jsonl").read_text().splitlines())}
     assert {t: (r["reward"], r["scored"]) for t, r in rows.items()} == {t: (0.0, True) for t in [*attacks, "nop"]}
-    assert (s["scored_trials"], s["unscored_trials"], s["pass_at_1"], s["infrastructure_errors"]) == (11, 0, 0.0, 0)
+    assert (s["scored_trials"], s["unscored_trials"], s["pass_at_1"], s["infrastructure_errors"]) == (12, 0, 0.0, 0)
     verifier = {p.parent.parent.name.split("__")[0]: p.parent for p in (out / "jobs").rglob("verifier/reward.txt")}
     # The host's caps held, and said what they dropped; the diff is the host's, not the forged one.
     flooded = verifier["log-flood"]
     assert sum(f.stat().st_size for f in flooded.rglob("*") if f.is_file()) <= VERIFIER_BYTES + (1 << 20)
     assert "flood" in (flooded / DROPPED_NOTE).read_text()
+    names = verifier["name-flood"]
+    assert len(list(names.rglob("*"))) <= VERIFIER_FILES + 4
+    assert "entries left out" in (names / DROPPED_NOTE).read_text()
     forged = (verifier["forged-diff"] / "submission.diff").read_text()
     assert forged.startswith(f"diff --git a/{path} b/{path}\n") and 'open("/logs/verifier/submission.diff"' in forged
     assert (verifier["nop"] / "submission.diff").read_text() == ""

@@ -44,7 +44,7 @@ from terminalworld.errors import InputError, VerifierError
 REPO_DIR = "environment/repo"
 REWARD_BYTES = 64
 CASES_BYTES = 8 << 20  # more case output than this is flooding: a failed check
-VERIFIER_FILES = 256  # what the host keeps of a verifier's folder: at most this many files ...
+VERIFIER_FILES = 256  # what the host keeps of a folder it downloads: at most this many entries ...
 VERIFIER_BYTES = 16 << 20  # ... and bytes; the rest is dropped, named in DROPPED_NOTE
 DROPPED_NOTE = "dropped.txt"
 _REWARD = re.compile(rb"[ \t]*(\d+(?:\.\d+)?)[ \t]*\n?")

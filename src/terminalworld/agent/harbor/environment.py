@@ -25,8 +25,8 @@ while the verifier does. A generated task (`tests/cases.json`) is graded by the 
 host's own runner, and the download writes the host's reward from the case lines the sandbox
 printed, whatever reward file the code under test left; any other task's reward must pass
 `tasks.layout.read_reward` (a regular file holding one number in [0, 1]; a reward.json is refused),
-else the download fails: a failed submission, never a forged score. The download copies at most
-`layout.VERIFIER_FILES` files and `layout.VERIFIER_BYTES` bytes of the folder (the rest named in `dropped.txt`),
+else the download fails: a failed submission, never a forged score. A download copies at most
+`layout.VERIFIER_FILES` files and `layout.VERIFIER_BYTES` bytes (the rest named in `dropped.txt`),
 and its `submission.diff` is the host's (`tasks.submission`), computed from the repository copy,
 never a file the sandbox wrote. A command runs as the sandbox's uid 0 whatever `user` asks, with the
 sandbox's wall limit (`timeout_sec`, else `command_timeout_s`).
@@ -184,42 +184,44 @@ class SandboxEnvironment(BaseEnvironment):
         os.mkdir(path, 0o755)
         self._sandbox.claim_repo()
 
-    def _copy_verifier_dir(self, top: str, below: str, target: Path) -> None:
-        """Copy the verifier folder's folders and regular files to `target`, at most `layout.VERIFIER_FILES`
-        files and `layout.VERIFIER_BYTES` bytes (a file that does not fit is dropped whole), naming what was
-        dropped in `layout.DROPPED_NOTE`; reward and diff files are the host's own, written afterwards."""
+    @staticmethod
+    def _copy_capped(top: str, below: str, target: Path, skip: tuple[str, ...] = ()) -> None:
+        """Copy a sandbox folder's folders and regular files to `target`, at most
+        `layout.VERIFIER_FILES` entries and `layout.VERIFIER_BYTES` bytes: a file that does not fit
+        is dropped whole, as is what lies in a dropped folder or 16 folders down, and what was dropped
+        is named in `layout.DROPPED_NOTE`. Files `skip` (relative paths) are left out."""
         target.mkdir(parents=True, exist_ok=True)
-        files, size, dropped = 0, 0, []
+        entries, size, dropped, named = 0, 0, 0, []
         for fd, name, st, parts in walk.walk(top, below):
             rel = "/".join([*parts, name])
             dest = target.joinpath(*parts, name)
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) or rel in skip:
+                continue
+            fits = size + (st.st_size if stat.S_ISREG(st.st_mode) else 0) <= layout.VERIFIER_BYTES
+            if entries >= layout.VERIFIER_FILES or not fits or len(parts) >= 16 or not dest.parent.is_dir():
+                dropped += 1
+                if len(named) < layout.VERIFIER_FILES:
+                    named.append(f"{rel[:200]!r} ({st.st_size} bytes)")
+                continue
+            entries += 1
             if stat.S_ISDIR(st.st_mode):
-                if len(parts) < 16:
-                    dest.mkdir(exist_ok=True)
-                continue
-            if not stat.S_ISREG(st.st_mode) or rel in ("reward.txt", "reward.json", process.SUBMISSION_DIFF):
-                continue
-            if files >= layout.VERIFIER_FILES or size + st.st_size > layout.VERIFIER_BYTES or not dest.parent.is_dir():
-                dropped.append(f"{rel[:200]!r} ({st.st_size} bytes)")
-                continue
-            if (src := walk.open_regular(fd, name)) is None:
-                continue
-            with os.fdopen(src, "rb") as fin, open(dest, "wb") as fout:
-                copied = fout.write(fin.read(layout.VERIFIER_BYTES - size + 1)[: layout.VERIFIER_BYTES - size])
-            files, size = files + 1, size + copied
+                dest.mkdir(exist_ok=True)
+            elif (src := walk.open_regular(fd, name)) is not None:
+                with os.fdopen(src, "rb") as fin, open(dest, "wb") as fout:
+                    size += fout.write(fin.read(layout.VERIFIER_BYTES - size + 1)[: layout.VERIFIER_BYTES - size])
         if dropped:
-            note = (
-                f"{len(dropped)} files left out (caps: {layout.VERIFIER_FILES} files, {layout.VERIFIER_BYTES} bytes):\n"
+            caps = f"caps: {layout.VERIFIER_FILES} entries, {layout.VERIFIER_BYTES} bytes"
+            (target / layout.DROPPED_NOTE).write_text(
+                f"{dropped} entries left out ({caps}):\n" + "\n".join(named) + "\n"
             )
-            (target / layout.DROPPED_NOTE).write_text(note + "\n".join(dropped[: layout.VERIFIER_FILES]) + "\n")
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        """Copy a sandbox folder's folders and regular files to the host. The verifier's folder is
-        copied under caps, and its reward and submission diff are the host's: the reward from the
-        case lines (a generated task) or a checked `reward.txt` (any other), the diff from the copy."""
+        """Copy a sandbox folder's folders and regular files to the host, under caps. The verifier's
+        reward and submission diff are the host's: the reward from the case lines (a generated task)
+        or a checked `reward.txt` (any other), the diff from the repository copy."""
         top, below = self._place(source_dir)
         if PurePosixPath(source_dir) != PurePosixPath(VERIFIER_DIR):
-            walk.copy_out(top, below, str(target_dir))
+            await asyncio.to_thread(self._copy_capped, top, below, Path(target_dir))
             return
         target = Path(target_dir)
         if self._cases is None:
@@ -229,7 +231,8 @@ class SandboxEnvironment(BaseEnvironment):
         else:
             lines = walk.read_regular(top, f"{below}/cases.jsonl", max_bytes=layout.CASES_BYTES)
             reward = layout.verdict(self._cases, lines)
-        await asyncio.to_thread(self._copy_verifier_dir, top, below, target)
+        own = ("reward.txt", "reward.json", process.SUBMISSION_DIFF)  # the host writes these afterwards
+        await asyncio.to_thread(self._copy_capped, top, below, target, own)
         for name in ("reward.json", "reward.txt", process.SUBMISSION_DIFF):
             (target / name).unlink(missing_ok=True)
         if reward is not None:
