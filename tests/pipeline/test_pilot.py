@@ -84,7 +84,7 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         ("full", "user"),
     }
     assert [r["name"] for r in doc["process"]] == ["base", "assistant-x1", "assistant-x3", "full-x1", "full-x3"]
-    assert all(set(r["pass_at_k"]) == {"1", "2"} and r["valid_action"] is not None for r in doc["process"])
+    assert all(set(r["pass_at_k"]) == {"1", "2"} and r["valid_reply_share"] is not None for r in doc["process"])
     # Every observation of each row at its depth (1-based): 3 context turns and the target.
     assert [(p["depth"], p["rows"]) for p in doc["depth_curve"]["base"]] == [(d, 4) for d in (1, 2, 3, 4)]
     assert len(doc["departures"]) >= 5

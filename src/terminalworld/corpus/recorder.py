@@ -136,11 +136,12 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
     return manifest
 
 
-def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Trajectory:
-    """Run the solver's episode for `task` in the sandbox and grade it with the task's verifier."""
+def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig, *, wrong: bool = False) -> Trajectory:
+    """Run the solver's episode for `task` in the sandbox (a wrong fix when `wrong`) and grade it
+    with the task's verifier."""
     rng = random.Random(f"{seed}:{task.name}")
     meta = tomllib.loads((task / "task.toml").read_text())["metadata"]
-    steps = plan(task, rng)
+    steps = plan(task, rng, wrong=wrong)
     with layout.repo_copy(task, prefix="tw-solve-", dir=workspace_root()) as repo:
         sandbox = Sandbox(str(repo), sandbox_config)
         turns = []
@@ -157,7 +158,8 @@ def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Traj
         turns=tuple(turns),
         format=FORMAT,
         metadata={"exit_status": "submitted", "source_version": meta["source_version"], "task_kind": "solve"}
-        | {"reward": reward, "task_id": task.name, "bug_kind": meta["bug_kind"]},
+        | {"reward": reward, "task_id": task.name, "bug_kind": meta["bug_kind"], "level": meta.get("level", "function")}
+        | {"wrong_fix": wrong},
     )
 
 
