@@ -1,6 +1,7 @@
 """Real Harbor (its own environment, its Job, trials and verifier) grading agents on task folders,
 every command in the sandbox: the oracle scores 1, nop 0, a script exactly what it solves."""
 
+import ast
 import json
 import re
 import shutil
@@ -99,10 +100,13 @@ def test_the_steps_of_a_fix_are_what_a_scripted_agent_does(task_folder, tmp_path
         return f"THOUGHT: next.\n\n```bash\n{command}\n```"
 
     patch = solution_patch(task_folder / tasks[0])
+    source = (task_folder / tasks[0] / "environment" / "repo" / first["path"]).read_text()
+    node = next(n for n in ast.parse(source).body if getattr(n, "name", None) == first["function"])
+    span = (node.lineno, node.end_lineno)
     repro = re.search(r"with `(python3 -c .*?)`\.", (task_folder / tasks[0] / "instruction.md").read_text()).group(1)
     script = {
-        tasks[0]: [  # every step: read the file, find the function, run the failing call, fix it, submit
-            bash(f"cat {first['path']}"),
+        tasks[0]: [  # every step: read the function, find it, run the failing call, fix it, submit
+            bash(f"sed -n '{span[0]},{span[1]}p' {first['path']}"),  # a whole file would be cut by the harness
             bash(f"grep -n 'def {first['function']}' {first['path']}"),
             bash(repro),
             bash(f"git apply - <<'EOF'\n{patch}EOF"),

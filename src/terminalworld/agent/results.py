@@ -150,6 +150,8 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
         "pass_at_1": mean,
         "pass_at_1_stderr": stderr,
         "pass_at_k": at_k,
+        # Per task [scored attempts, solves]: what paired comparisons between checkpoints need (`compare`).
+        "per_task": {t: [len(v), sum(x >= SOLVED for x in v)] for t, v in sorted(by_task.items())},
         # One definition (`process`): per trial the share of replies with exactly one bash block,
         # averaged over scored trials: what a model too weak to solve anything still shows.
         "valid_action_rate": steps["valid_reply_share"]["rate"],
