@@ -59,3 +59,18 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     (tmp_path / "cut.jsonl").write_text(json.dumps({"instance_id": "x"}) + "\n")
     with pytest.raises(InputError, match="no summary row last"):
         read_sims([f"a={tmp_path / 'cut.jsonl'}"])
+
+
+def test_tier_three_shows_its_confusion_table_and_says_when_one_outcome_is_all_there_is(tmp_path):
+    from terminalworld.report.simgrade import ONE_OUTCOME
+
+    c = {"real_solved_sim_solved": 5, "real_solved_sim_failed": 1, "real_failed_sim_solved": 2}
+    c["real_failed_sim_failed"] = 4
+    b = dict.fromkeys(c, 0) | {"real_solved_sim_solved": 6, "real_failed_sim_solved": 6}
+    both = _summary(3, episodes=12, wrong_share=0.5, real_outcomes_both=True, confusion=c, belief_confusion=b)
+    md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", both)])))
+    assert "| full | 50% | 5 | 1 | 2 | 4 | 6 | 6 |" in md and ONE_OUTCOME not in md
+    one = both | {"real_outcomes_both": False, "wrong_share": None}
+    md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", one)])))
+    assert "| full | — | 5 |" in md and ONE_OUTCOME in md
+    assert "real ✓ sim ✓" not in sim_markdown(sim_table(read_sims([_write(tmp_path, "a.t3", _summary(3))])))

@@ -17,6 +17,10 @@ WEAK = (
     "Free-running similarity is below 0.5 for every checkpoint: these simulators do not reproduce terminal "
     "output, so the tables rank failure modes, not fidelity."
 )
+ONE_OUTCOME = (
+    "The real runs hold one outcome only, so outcome agreement says whether the simulator printed what the "
+    "agent needed to submit, not whether it can tell a fix from a failure."
+)
 UNMEASURED = (
     "No generated output was longer than 800 characters, so the write-up's degeneration rule could not fire: "
     "at this token cap the degeneration rate is not measured (0% here means nothing)."
@@ -79,6 +83,7 @@ def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     loop = ("episodes", "turn_similarity", "diverged_episodes", "first_divergence", "outcome_agreement")
     loop += ("reward_against_simulator", "reward_against_sandbox", "sim_to_real_gap")
     loop += ("seconds_per_simulated_turn", "tokens_per_simulated_turn", "seconds_per_sandbox_turn")
+    loop += ("wrong_share", "real_outcomes_both", "confusion", "belief_confusion")
     rows = {}
     for name, tiers in sims.items():
         row: dict[str, Any] = {}
@@ -148,9 +153,36 @@ def sim_markdown(table: dict[str, Any]) -> str:
                 f"{_f(r['seconds_per_sandbox_turn'])} |"
             )
         lines.append("")
+        lines += confusion_markdown(loops)
     if table["note"]:
         lines += [f"*{table['note']}*", ""]
     return "\n".join(lines)
+
+
+def confusion_markdown(loops: dict[str, dict[str, Any]]) -> list[str]:
+    """Tier 3's confusion tables: episodes by the agent's real solve (against the sandbox alone) and
+    its solve against the simulator, and its belief (it submitted); with a note where the real runs
+    hold one outcome only, when agreement cannot tell a simulator that judges from one that echoes."""
+    have = {n: r for n, r in loops.items() if r.get("confusion")}
+    if not have:
+        return []
+    lines = ["Real solve against simulated solve (episodes; the agent's wrong-fix share where scripted):", ""]
+    lines += ["| simulator | wrong fixes | real ✓ sim ✓ | real ✓ sim ✗ | real ✗ sim ✓ | real ✗ sim ✗ | "]
+    lines[-1] += "real ✓ believed ✓ | real ✗ believed ✓ |"
+    lines += ["|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, r in have.items():
+        c, b = r["confusion"], r.get("belief_confusion") or {}
+        cells = [c["real_solved_sim_solved"], c["real_solved_sim_failed"], c["real_failed_sim_solved"]]
+        cells += [
+            c["real_failed_sim_failed"],
+            b.get("real_solved_sim_solved", "—"),
+            b.get("real_failed_sim_solved", "—"),
+        ]
+        share = "—" if r.get("wrong_share") is None else f"{r['wrong_share']:.0%}"
+        lines.append(f"| {n} | {share} | " + " | ".join(map(str, cells)) + " |")
+    if not all(r.get("real_outcomes_both") for r in have.values()):
+        lines += ["", f"*{ONE_OUTCOME}*"]
+    return [*lines, ""]
 
 
 def sim_plots(table: dict[str, Any], out: str) -> list[str]:

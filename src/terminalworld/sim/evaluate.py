@@ -27,7 +27,7 @@ from terminalworld.core.render import build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
 from terminalworld.corpus.actions import action_message
-from terminalworld.corpus.solver import plan
+from terminalworld.corpus.solver import plan, wrong_fix
 from terminalworld.errors import InputError
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
@@ -62,6 +62,9 @@ class SimEvalConfig(GroundingOptions):
     )
     agent: Literal["solver", "model"] = option("solver", help="tier 3's agent: the solver's script or a model")
     agent_model: str | None = option(None, help="tier 3: the agent's checkpoint (with --agent model)")
+    wrong_share: float = option(
+        0.0, minimum=0, help="tier 3, --agent solver: the share of tasks it fixes wrongly (seeded by --seed)"
+    )
     max_turns: int = option(12, minimum=1, help="tier 3: the harness's turn limit")
     context_tokens: int = option(8192, minimum=1, help="tier 3: the agent's context")
     max_tokens_per_turn: int = option(256, minimum=1, help="tier 3: the agent's tokens per reply")
@@ -237,7 +240,8 @@ def _resume_check(cfg: SimEvalConfig) -> None:
 def _agent(cfg: SimEvalConfig, task: Path, harness: HarnessConfig, model) -> Agent:
     if cfg.agent == "model":
         return ModelAgent(model, harness)
-    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"))])
+    wrong = wrong_fix(cfg.seed, task.name, cfg.wrong_share)
+    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"), wrong=wrong)])
 
 
 def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
@@ -280,6 +284,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             yield {
                 "instance_id": task.name,
                 "grounding": cfg.grounding,
+                "wrong_fix": cfg.agent == "solver" and wrong_fix(cfg.seed, task.name, cfg.wrong_share),
                 **loop.row(),
                 "real": {"reward": reward, "outcome": outcome, "seconds": seconds},
             }
@@ -296,6 +301,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             "tier": 3,
             "grounding": cfg.grounding,
             "agent": cfg.agent,
+            "wrong_share": cfg.wrong_share if cfg.agent == "solver" else None,
             **stats,
         }
 
