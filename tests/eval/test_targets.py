@@ -15,9 +15,9 @@ from terminalworld.eval.targets import (
     is_copy,
     is_sentinel,
 )
-from tests.paths import FIXTURES, REPO_ROOT, SWE_ZERO
+from tests.paths import FIXTURES, RECORDER_SESSIONS, SWE_ZERO
 
-RECORDER = REPO_ROOT / "tests" / "fixtures" / "recorder" / "sessions.jsonl.gz"
+RECORDER = RECORDER_SESSIONS
 MINI = FIXTURES / "mini-swe-agent" / "github_issue.traj.json"
 LOCAL = FIXTURES / "mini-swe-agent" / "local.traj.json"
 
