@@ -113,11 +113,13 @@ def sim_grade(
     tasks: TaskSet | None = None,
     decoding: Decoding,
     chat_template_from: Model | None = None,
+    wrong_share: float = 0.0,
     resources=None,
     version: str,
 ) -> SimGrade:
     """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3),
-    rendered with `chat_template_from`'s chat template if given (a base model)."""
+    rendered with `chat_template_from`'s chat template if given (a base model); on tasks, the
+    solver's episodes make wrong fixes for a `wrong_share` of them (seeded), so outcomes differ."""
     if sum(x is not None for x in (heldout, probes, tasks)) != 1:
         raise ValueError("a simulator grade reads one of heldout, probes and tasks")
     tier, source = (
@@ -130,6 +132,8 @@ def sim_grade(
     # Marin finds a dependency only inside lists, tuples and dicts, so a checkpoint's template joins
     # the decoding's fields in a dict, where the grades made before this keyword carried it.
     template = {"chat_template_from": model_input(chat_template_from)} if chat_template_from is not None else {}
+    # Only where set, so the grades made before it keep their identity.
+    template |= {"wrong_share": wrong_share} if wrong_share and tasks is not None else {}
     return SimGrade(
         step(
             artifacts.sim_grade(tier, model_name),
