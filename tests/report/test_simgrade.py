@@ -74,3 +74,14 @@ def test_tier_three_shows_its_confusion_table_and_says_when_one_outcome_is_all_t
     md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", one)])))
     assert "| full | — | 5 |" in md and ONE_OUTCOME in md
     assert "real ✓ sim ✓" not in sim_markdown(sim_table(read_sims([_write(tmp_path, "a.t3", _summary(3))])))
+
+
+def test_tiers_one_and_two_show_the_headline_and_each_class(tmp_path):
+    by_class = {"sentinel": {"n": 2, "exact_match": 1.0, "similarity": 1.0}, "copy": {"n": 0}}
+    by_class |= {"read": {"n": 2, "exact_match": 0.0, "similarity": 0.2}}
+    by_class |= {"predict": {"n": 1, "exact_match": 0.0, "similarity": 0.1}}
+    headline = {"n": 3, "exact_match": 0.0, "similarity": 0.5 / 3}
+    t = sim_table(read_sims([_write(tmp_path, "full.t1", _summary(1, by_class=by_class, headline=headline))]))
+    md = sim_markdown(t)
+    assert "| model | headline exact match | headline similarity | sentinel | copy | read | predict |" in md
+    assert "| full | 0% | 0.167 (3) | 1.000 (2) | — (0) | 0.200 (2) | 0.100 (1) |" in md

@@ -10,6 +10,7 @@ from typing import Any
 
 from terminalworld.core.records import parse_json
 from terminalworld.errors import InputError
+from terminalworld.eval.targets import CLASSES
 from terminalworld.options import named_files
 from terminalworld.report.figures import model_colors, save_plot
 
@@ -91,6 +92,8 @@ def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
             if s := tiers.get(tier):
                 row[f"tier{tier}"] = {k: s.get(k) for k in keys}
                 row[f"tier{tier}"]["by_family"] = {f: v.get("similarity") for f, v in s["by_family"].items()}
+                row[f"tier{tier}"]["headline"] = _class_rates(s.get("headline"))
+                row[f"tier{tier}"]["by_class"] = {c: _class_rates(v) for c, v in (s.get("by_class") or {}).items()}
         if s := tiers.get(3):
             row["tier3"] = {k: s.get(k) for k in loop}
         rows[name] = row
@@ -101,6 +104,10 @@ def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     if free and all(r["degenerate_rate_long"] is None for r in free):
         notes.append(UNMEASURED)
     return {"checkpoints": rows, "note": " ".join(notes) or None}
+
+
+def _class_rates(rates: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if rates is None else {k: rates.get(k) for k in ("n", "exact_match", "similarity")}
 
 
 def _f(x: float | None, pct: bool = False) -> str:
@@ -125,6 +132,7 @@ def sim_markdown(table: dict[str, Any]) -> str:
             cells = [_f(r["exact_match"], True), _f(r["similarity"]), _f(r["line_f1"]), _f(r["degenerate_rate"], True)]
             cells += [_f(r["degenerate_rate_long"], True), _f(r["capped_rate"], True)]
             lines.append(f"| {n} | {r['n']} | " + " | ".join(cells) + " |")
+        lines += class_markdown(have)
         families = sorted({f for r in have.values() for f in r["by_family"]})
         lines += ["", "Similarity by command family:", "", "| model | " + " | ".join(families) + " |"]
         lines.append("|---|" + "---:|" * len(families))
@@ -157,6 +165,24 @@ def sim_markdown(table: dict[str, Any]) -> str:
     if table["note"]:
         lines += [f"*{table['note']}*", ""]
     return "\n".join(lines)
+
+
+def class_markdown(have: dict[str, dict[str, Any]]) -> list[str]:
+    """Similarity per target class (n), the headline first: read + predict, what a simulator has to
+    read or predict; sentinel and copy beside it, never mixed in."""
+    graded = {n: r for n, r in have.items() if r.get("headline")}
+    if not graded:
+        return []
+    classes = sorted({c for r in graded.values() for c in r["by_class"]}, key=CLASSES.index)
+    lines = ["", "Similarity by target class (n); the headline is read + predict:", ""]
+    lines += ["| model | headline exact match | headline similarity | " + " | ".join(classes) + " |"]
+    lines += ["|---|---:|---:|" + "---:|" * len(classes)]
+    for n, r in graded.items():
+        h = r["headline"]
+        cells = [f"{_f(h['exact_match'], True)}", f"{_f(h['similarity'])} ({h['n']})"]
+        cells += [f"{_f(r['by_class'][c].get('similarity'))} ({r['by_class'][c]['n']})" for c in classes]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def confusion_markdown(loops: dict[str, dict[str, Any]]) -> list[str]:
