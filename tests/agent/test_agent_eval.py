@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
-from terminalworld.agent.process import STEPS
+from terminalworld.agent.process import LOCALISATION, STEPS
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.tasks.layout import solution_patch
 
@@ -300,3 +300,37 @@ def test_a_generated_task_is_graded_on_the_host_whatever_its_code_writes(task_fo
     # Another task's reward.json (Harbor would read it first and take 7) is refused: a failed submission.
     assert (rows["json-reward"]["reward"], rows["json-reward"]["error_kind"]) == (0.0, "submission")
     assert (s["scored_trials"], s["pass_at_1"]) == (2, 0.0)
+
+
+@pytest.mark.parametrize("level", ["issue", "function", "pinpoint"])
+def test_at_every_level_a_fix_solves_and_naming_the_prompt_finds_nothing(task_ladder, tmp_path, level):
+    """Through real Harbor at each level of the ladder: a scripted agent that applies the fix solves
+    its task; one that only names the file and the function (and echoes the instruction's quoted
+    line) reaches no localisation step; one that does nothing reaches none at all."""
+    import tomllib
+
+    suite = task_ladder / level
+    tasks = sorted(p.name for p in suite.iterdir() if p.is_dir())
+    meta = tomllib.loads((suite / tasks[1] / "task.toml").read_text())["metadata"]
+    line = (suite / tasks[1] / "environment" / "repo" / meta["path"]).read_text().splitlines()[meta["line"] - 1]
+
+    def bash(command: str) -> str:
+        return f"THOUGHT: next.\n\n```bash\n{command}\n```"
+
+    names = [
+        bash(f"ls {meta['path']}; grep -c {meta['function']} {meta['path']}"),
+        bash(f"echo {json.dumps(line.strip())}"),
+        SUBMIT,
+    ]
+    fix = bash(f"git apply - <<'EOF'\n{solution_patch(suite / tasks[0])}EOF")
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({tasks[0]: [fix, SUBMIT], tasks[1]: names, "*": [SUBMIT]}))
+    s = _run(suite, tmp_path / level, "scripted", replies=str(replies))
+    rows = {
+        r["task"]: r["process"] for r in map(json.loads, (tmp_path / level / "trials.jsonl").read_text().splitlines())
+    }
+    assert s["pass_at_1"] == pytest.approx(1 / 3) and rows[tasks[0]]["solved"] and rows[tasks[0]]["edited_lines"]
+    for task in tasks[1:]:
+        assert not any(rows[task][k] for k in LOCALISATION) and not rows[task]["solved"]
+    given = {"issue": set(), "function": {"file_found"}, "pinpoint": {"file_found", "line_shown"}}[level]
+    assert {k for k in LOCALISATION if rows[tasks[1]][k] is None} == given
