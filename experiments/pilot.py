@@ -376,6 +376,24 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
             )
         new = p.sim.max_new_tokens
         loop_turns = 8
+        if name == f"full-{largest}":  # the SFT'd agent itself against its own simulation: outcomes can differ
+            sims.append(
+                sim.sim_grade(
+                    model=models[name],
+                    model_name=f"{name}-as-agent",
+                    decoding=decode,
+                    tasks=loop_tasks,
+                    agent=(models[name], p.harness),
+                    version=v,
+                )
+            )
+            agent_turns = p.loop_tasks * p.harness.max_turns
+            costs[f"sim {name}-as-agent"] = Work(
+                models=1,
+                generations=3 * agent_turns,  # the agent twice (simulated and real), the simulator once
+                prompt_tokens=3 * agent_turns * 2500,
+                new_tokens=agent_turns * (2 * p.harness.max_tokens_per_turn + new),
+            )
         costs[f"sim {name}"] = Work(
             models=3,
             generations=p.sim_heldout_n + p.probes + p.loop_tasks * loop_turns,

@@ -36,7 +36,8 @@ def test_the_plan_prints_every_step_with_its_cost_and_starts_nothing(tmp_path, m
     assert p.heldout_n >= 40 and p.agent_tasks >= 8 and p.attempts >= 4  # the floors
     # The ladder: at least 24 tasks a level, three levels, a tier-3 loop of at least 12 episodes.
     assert p.agent_levels == ("issue", "function", "pinpoint") and p.agent_tasks >= 24 and gpu.agent_tasks >= 24
-    assert p.loop_tasks >= 12 and 0 < p.loop_wrong_share < 1
+    assert p.loop_tasks >= 12 and 0 < p.loop_wrong_share < 1 and "sim full-x9-as-agent" in table
+    assert "sim-eval/tier3/full-x9-as-agent@" in out
     assert (
         "agent base (issue)" in table and "agent full-x9 (pinpoint)" in table and "agent full-x3 (issue)" not in table
     )

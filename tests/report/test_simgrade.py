@@ -85,3 +85,11 @@ def test_tiers_one_and_two_show_the_headline_and_each_class(tmp_path):
     md = sim_markdown(t)
     assert "| model | headline exact match | headline similarity | sentinel | copy | read | predict |" in md
     assert "| full | 0% | 0.167 (3) | 1.000 (2) | — (0) | 0.200 (2) | 0.100 (1) |" in md
+
+
+def test_a_checkpoint_graded_as_its_own_agent_is_a_row_of_its_own(tmp_path):
+    pairs = [_write(tmp_path, "full-x9.t3", _summary(3)), _write(tmp_path, "full-x9-as-agent.t3", _summary(3))]
+    t = sim_table(read_sims(pairs))
+    assert set(t["checkpoints"]) == {"full-x9", "full-x9-as-agent"}
+    assert "| full-x9-as-agent | 2 | 0.300 | 2 | 50% |" in sim_markdown(t)
+    assert len(sim_plots(t, str(tmp_path))) == 1  # the divergence plot, both loops in it
