@@ -133,8 +133,13 @@ class Pilot:
     heldout_n: int = 48
     context_turns: int = 14
     expected_row_tokens: int = 3500  # for the estimate only, until the held-out set exists
-    # The agent grade: base and every (a)/(b) checkpoint, tasks from unseen repos, sampled attempts.
-    agent_tasks: int = 8
+    # The agent grade: base and every (a)/(b) checkpoint, tasks from unseen repos, sampled attempts,
+    # on the task ladder (`tasks.make.LEVELS`): the same bugs with more help at each level, 24 tasks a
+    # level so that a paired per-task test between two checkpoints can reach p < 0.05 (six tasks one
+    # arm solves and the other does not give p = 0.031). The function level grades every checkpoint;
+    # the other levels the base and (a)/(b) at the smallest and largest scale.
+    agent_tasks: int = 24
+    agent_levels: tuple[str, ...] = ("issue", "function", "pinpoint")
     attempts: int = 4
     harness: SampledEpisodes = field(
         default_factory=lambda: SampledEpisodes(
@@ -144,7 +149,10 @@ class Pilot:
     # The simulator grade: base and the largest (b) and (c); tier 1 on its own smaller held-out draw.
     sim_heldout_n: int = 12
     probes: int = 20
-    loop_tasks: int = 4
+    # Tier 3: the solver's episodes on 12 tasks, half of them (seeded) wrong fixes, so the real
+    # outcomes differ and the confusion table of real against simulated solves says something.
+    loop_tasks: int = 12
+    loop_wrong_share: float = 0.5
     sim: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=64))
     device: Literal["cpu", "cuda"] = "cpu"
     workers: int = 2
@@ -162,11 +170,11 @@ PRESETS = {
         scale_steps=(9, 27, 81),
         seq_len=8192,
         heldout_n=64,
-        agent_tasks=8,
+        agent_tasks=24,
         attempts=8,
         sim_heldout_n=24,
         probes=40,
-        loop_tasks=4,
+        loop_tasks=12,
         device="cuda",
     ),
 }
@@ -183,7 +191,8 @@ DEPARTURES = (
     "steps), batch 1 sequence of 4,096 tokens (write-up 8-64 of 8,192), constant LR after warm-up.",
     "Probe: 14 context turns as the write-up, inside SmolLM2's 8,192-token window; rows over the window "
     "are skipped for every checkpoint alike (the report counts them).",
-    "Agent grade: generated one-function bug-fix tasks from unseen repos, not SWE-bench Verified; 4 "
+    "Agent grade: generated one-function bug-fix tasks from unseen repos at three levels of help (the issue "
+    "alone, the function's file, the buggy line), not SWE-bench Verified; 4 "
     "turns of 96 tokens per attempt at temperature 0.8 (pass@k needs attempts that differ).",
 )
 
@@ -226,7 +235,11 @@ class PilotGraph:
 def build(p: Pilot = Pilot()) -> PilotGraph:
     """The pilot's step graph and each step's work (constructing it runs nothing)."""
     v, workers = p.version, local_workers(p.workers)
-    train_tasks = agent.task_suite(purpose="train", n=p.solve_tasks, seed=p.record_seed, version=v)
+    if "function" not in p.agent_levels:
+        raise ValueError("agent_levels: the function level grades every checkpoint, so it must be one of them")
+    # The solving episodes cover every level of the ladder (the corpus manifest counts them per level
+    # and bug kind).
+    train_tasks = agent.task_suite(purpose="train", n=p.solve_tasks, seed=p.record_seed, level="ladder", version=v)
     recorded = corpus.recorded_corpus(
         trajectories=p.trajectories,
         seed=p.record_seed,
@@ -296,24 +309,50 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     tasks = agent.task_suite(
         purpose="heldout", n=p.agent_tasks, seed=p.seed, unseen_in=subsets, size=p.sft_size, version=v
     )
-    graded = ["base", *(f"{arm}-{s}" for arm in ("assistant", "full") if arm in p.arms for s in p.scale_names)]
+    paired_arms = [arm for arm in ("assistant", "full") if arm in p.arms]
+    graded = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in p.scale_names)]
+    ends = sorted({p.scale_names[0], p.scale_names[-1]}, key=p.scale_names.index)
+    on_ladder = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in ends)]
     grades = []
+    ladder: dict[str, list] = {}
     turns, per_turn = p.harness.max_turns, p.harness.max_tokens_per_turn
+    # The prompt grows by a reply and an observation (about 400 tokens) a turn, from about 900.
+    prompt = sum(900 + 400 * t for t in range(turns))
+    trials = p.agent_tasks * p.attempts
+    work = Work(
+        trials=trials, generations=trials * turns, prompt_tokens=trials * prompt, new_tokens=trials * turns * per_turn
+    )
     for name in graded:
         grades.append(
             agent.local_grade(
                 model=models[name], model_name=name, tasks=tasks, harness=p.harness, n_attempts=p.attempts, version=v
             )
         )
-        trials = p.agent_tasks * p.attempts
-        # The prompt grows by a reply and an observation (about 400 tokens) a turn, from about 900.
-        prompt = sum(900 + 400 * t for t in range(turns))
-        costs[f"agent {name}"] = Work(
-            trials=trials,
-            generations=trials * turns,
-            prompt_tokens=trials * prompt,
-            new_tokens=trials * turns * per_turn,
+        costs[f"agent {name}"] = work
+    for level in (lv for lv in p.agent_levels if lv != "function"):
+        # The same seed and unseen repos give the same bugs as the function level, with other help.
+        suite = agent.task_suite(
+            purpose="heldout",
+            n=p.agent_tasks,
+            seed=p.seed,
+            unseen_in=subsets,
+            size=p.sft_size,
+            level=level,
+            version=v,
         )
+        for name in on_ladder:
+            ladder.setdefault(level, []).append(
+                agent.local_grade(
+                    model=models[name],
+                    model_name=name,
+                    tasks=suite,
+                    harness=p.harness,
+                    n_attempts=p.attempts,
+                    benchmark=f"heldout-{level}-tasks",
+                    version=v,
+                )
+            )
+            costs[f"agent {name} ({level})"] = work
     sim_rows = heldout(p.sim_heldout_n, p.seed + 1)
     probes = sim.probe_set(n=p.probes, seed=p.seed, unseen_in=subsets, size=p.sft_size, version=v)
     loop_tasks = agent.task_suite(
@@ -330,12 +369,31 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                     model_name=name,
                     decoding=decode,
                     chat_template_from=template if name == "base" else None,
+                    wrong_share=p.loop_wrong_share if "tasks" in source else 0.0,
                     version=v,
                     **source,
                 )
             )
         new = p.sim.max_new_tokens
         loop_turns = 8
+        if name == f"full-{largest}":  # the SFT'd agent itself against its own simulation: outcomes can differ
+            sims.append(
+                sim.sim_grade(
+                    model=models[name],
+                    model_name=f"{name}-as-agent",
+                    decoding=decode,
+                    tasks=loop_tasks,
+                    agent=(models[name], p.harness),
+                    version=v,
+                )
+            )
+            agent_turns = p.loop_tasks * p.harness.max_turns
+            costs[f"sim {name}-as-agent"] = Work(
+                models=1,
+                generations=3 * agent_turns,  # the agent twice (simulated and real), the simulator once
+                prompt_tokens=3 * agent_turns * 2500,
+                new_tokens=agent_turns * (2 * p.harness.max_tokens_per_turn + new),
+            )
         costs[f"sim {name}"] = Work(
             models=3,
             generations=p.sim_heldout_n + p.probes + p.loop_tasks * loop_turns,
@@ -350,12 +408,14 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         grades=grades,
         sims=sims,
         departures=list(DEPARTURES),
+        ladder=ladder,
         version=v,
     )
     eval_sets = evaluation.eval_sets(heldout=probe_rows, scores=scores, version=v)
     # About 22 commands a trajectory; a generated task costs about 30 sandbox runs to find and check.
-    n_tasks = p.solve_tasks + p.agent_tasks + p.loop_tasks
-    record = Work(models=0, sandbox_commands=22 * (p.trajectories + p.solve_tasks) + 30 * n_tasks)
+    # Each level of a suite repeats the bug search; the ladder's solving episodes, one per task and level.
+    n_tasks = 3 * p.solve_tasks + len(p.agent_levels) * p.agent_tasks + p.loop_tasks
+    record = Work(models=0, sandbox_commands=22 * (p.trajectories + 3 * p.solve_tasks) + 30 * n_tasks)
     costs = {"record corpus, make tasks": record, **costs}
     return PilotGraph(
         corpus=recorded,

@@ -152,9 +152,7 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
     attempted = n_tasks * n_attempts
     errors["infrastructure:no_result_written"] += attempted - len(rows)
     solved = sum(x >= SOLVED for x in rewards)
-    # Replies that held exactly one bash block: what a model too weak to solve anything still shows.
-    turns = sum(r.get("turns") or 0 for r in rows if r.get("format_errors") is not None)
-    valid = 1 - sum(r["format_errors"] for r in rows if r.get("format_errors") is not None) / turns if turns else None
+    steps = process.rates(rows)
     return {
         "dataset": dataset,
         "benchmark_trials": attempted,
@@ -168,8 +166,12 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
         "pass_at_1": mean,
         "pass_at_1_stderr": stderr,
         "pass_at_k": at_k,
-        "valid_action_rate": valid,
-        "process": process.rates(rows),
+        # Per task [scored attempts, solves]: what paired comparisons between checkpoints need (`compare`).
+        "per_task": {t: [len(v), sum(x >= SOLVED for x in v)] for t, v in sorted(by_task.items())},
+        # One definition (`process`): per trial the share of replies with exactly one bash block,
+        # averaged over scored trials: what a model too weak to solve anything still shows.
+        "valid_action_rate": steps["valid_reply_share"]["rate"],
+        "process": steps,
         "tasks": n_tasks,
         "n_attempts": n_attempts,
         "agent_errors": sum(v for k, v in errors.items() if k.startswith("agent:")),

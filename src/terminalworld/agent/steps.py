@@ -32,13 +32,16 @@ class SampledEpisodes(Episodes):
     temperature: float
 
 
-def tasks_fn(*, out: str, n: int, seed: int, exclude_from: list | None, per_repo: int = 1) -> None:
+def tasks_fn(
+    *, out: str, n: int, seed: int, exclude_from: list | None, per_repo: int = 1, level: str = "function"
+) -> None:
     """Generate and validate `n` tasks into `out` (at most `per_repo` from one repository), from repos
-    outside `exclude_from`."""
+    outside `exclude_from`, at `level` of the ladder (`tasks.make.LEVELS`, or "ladder": all of them)."""
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
     exclude = [joined(exclude_from)] if exclude_from else []
-    make_tasks(MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude, per_repo=per_repo))
+    cfg = MakeTasksConfig(out=out, n=n, seed=seed, exclude_repos_from=exclude, per_repo=per_repo, level=level)
+    make_tasks(cfg)
 
 
 def task_suite(
@@ -49,15 +52,19 @@ def task_suite(
     unseen_in: Subsets | None = None,
     size: int = 0,
     per_repo: int = 1,
+    level: str = "function",
     version: str,
 ) -> TaskSet:
-    """`n` generated tasks, at most `per_repo` from one repository; with `unseen_in`, only from repos
-    absent from its subset of `size`."""
-    # per_repo is an input only when it is not 1, so suites made before it existed keep their identity.
+    """`n` generated tasks, at most `per_repo` from one repository, at `level` of the ladder (the same
+    seed gives the same bugs at every level; "ladder" writes every level, one suite per level inside);
+    with `unseen_in`, only from repos absent from its subset of `size`."""
+    # per_repo and level are inputs only when not their defaults, so suites made before them keep
+    # their identity.
     more = {"per_repo": per_repo} if per_repo != 1 else {}
+    more |= {"level": level} if level != "function" else {}
     return TaskSet(
         step(
-            artifacts.tasks(purpose),
+            artifacts.tasks(purpose if level == "function" else f"{purpose}-{level}"),
             tasks_fn,
             version=version,
             n=n,
@@ -86,12 +93,14 @@ def local_grade(
     tasks: TaskSet,
     harness: Episodes | HarnessConfig,
     n_attempts: int = 1,
+    benchmark: str = "heldout-tasks",
     version: str,
 ) -> AgentGrade:
-    """`model`'s agent grade on the generated tasks, every command in the sandbox."""
+    """`model`'s agent grade on the generated tasks, every command in the sandbox (`benchmark` names
+    the suite in the artifact's path: one per level of the ladder)."""
     return AgentGrade(
         step(
-            artifacts.agent_grade("heldout-tasks", model_name),
+            artifacts.agent_grade(benchmark, model_name),
             local_grade_fn,
             version=version,
             model=model_input(model),

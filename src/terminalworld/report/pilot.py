@@ -11,6 +11,7 @@ import os
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
 from terminalworld.report.depth import depth_curve
+from terminalworld.report.ladder import ladder_markdown, ladder_table
 from terminalworld.report.probe import write_comparison
 from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table
 from terminalworld.report.simgrade import read_summary
@@ -28,11 +29,13 @@ def write_pilot_report(
     grades: dict[str, str],
     sims: dict[str, dict[int, str]],
     departures: list[str],
+    ladder: dict[str, dict[str, str]] | None = None,
 ) -> str:
     """The comparison of the scores files `scores` (model → file) against `base` under `out`, with
     the agent summaries `grades` and the simulator grades `sims` (model → tier → rows file), then
-    `report.md` and `pilot.json` over the checkpoints `{arm}-{scale}`; returns the scale axis's
-    markdown."""
+    `report.md` and `pilot.json` over the checkpoints `{arm}-{scale}`, with the agent grades on
+    the other levels of the task ladder (`ladder`: level → model → summary file); returns the scale
+    axis's markdown."""
     summaries = {name: read_json(path) for name, path in grades.items()}
     sim = {name: {t: read_summary(p) for t, p in tiers.items()} for name, tiers in sims.items()}
     table = write_comparison(list(scores.values()), base, None, out, summaries, sim)
@@ -41,7 +44,9 @@ def write_pilot_report(
     found = findings(axis)
     process = process_table(summaries, [c["name"] for c in table["checkpoints"]])
     depth = depth_curve(results, sorted(set.intersection(*(set(r.rows) for r in results.values()))))
-    text = scale_markdown(axis, found, process)
+    levels = {level: {n: read_json(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()}
+    on_ladder = ladder_table(levels, scales)
+    text = scale_markdown(axis, found, process) + ladder_markdown(on_ladder)
     text += "\n## Departures from the write-up\n\n" + "".join(f"- {d}\n" for d in departures)
     with atomic_output(os.path.join(out, "report.md")) as f:
         f.write((table["markdown"] + "\n" + text).encode())
@@ -55,5 +60,7 @@ def write_pilot_report(
         "depth_curve": depth,
         "departures": departures,
     }
+    if ladder:
+        doc["ladder"] = on_ladder
     write_json(os.path.join(out, PILOT_FILE), doc)
     return text

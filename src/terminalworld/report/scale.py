@@ -27,6 +27,22 @@ from terminalworld.eval.metrics import Results
 ARM_LABELS = {"assistant": "(a) assistant", "full": "(b) full", "user": "(c) user"}
 
 
+STEP_LABELS = {
+    "valid_action": "valid action",
+    "valid_reply_share": "valid replies",
+    "file_localised": "file named",
+    "function_localised": "function named",
+    "file_found": "file found",
+    "body_shown": "function shown",
+    "line_shown": "buggy line shown",
+    "reproduced": "reproduced",
+    "edited_lines": "edited the bug's lines",
+    "edited_file": "edited bug file",
+    "diff": "non-empty diff",
+    "solved": "solved",
+}
+
+
 def name(arm: str, scale: str) -> str:
     """A checkpoint's model name in the grid."""
     return f"{arm}-{scale}"
@@ -153,9 +169,9 @@ def scale_markdown(axis: dict[str, Any], found: list[dict[str, Any]], process: l
             lines.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values})")
     if process:
         ks = sorted({k for r in process for k in r["pass_at_k"]}, key=int)
-        steps = ("valid_action", "file_localised", "function_localised", "reproduced", "edited_file", "diff", "solved")
-        head = ["checkpoint", *(f"pass@{k}" for k in ks), "valid action", "file found", "function found"]
-        head += ["reproduced", "edited bug file", "non-empty diff", "solved"]
+        # The columns a run recorded: the steps of `agent.process`, or an older run's named steps.
+        steps = [s for s in STEP_LABELS if any(s in r for r in process)]
+        head = ["checkpoint", *(f"pass@{k}" for k in ks), *(STEP_LABELS[s] for s in steps)]
         lines += ["", "## Agent grade: the steps of a fix (share of scored trials)", ""]
         lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for r in process:

@@ -115,6 +115,7 @@ def pilot_report_fn(
     grades: dict[str, str | list],
     sims: dict[str, dict[str, str | list]],
     departures: list[str],
+    ladder: dict[str, dict[str, str | list]] | None = None,
 ) -> None:
     """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`)."""
     from terminalworld.report.pilot import write_pilot_report
@@ -128,6 +129,7 @@ def pilot_report_fn(
         grades={name: joined(path) for name, path in grades.items()},
         sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in sims.items()},
         departures=departures,
+        ladder={level: {n: joined(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()},
     )
     print(text)
 
@@ -141,11 +143,15 @@ def pilot_report(
     grades: list[AgentGrade],
     sims: list[SimGrade],
     departures: list[str],
+    ladder: dict[str, list[AgentGrade]] | None = None,
     version: str,
 ) -> Report:
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
-    (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix, the simulator
-    grades, and the departures from the write-up in plain words."""
+    (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix (and on the
+    other levels of the task ladder, `ladder`), the simulator grades, and the departures from the
+    write-up in plain words."""
+    # The ladder is an input only when given, so reports made before it keep their identity.
+    more = {"ladder": {lv: {g.model_name: g.summary for g in gs} for lv, gs in ladder.items()}} if ladder else {}
     by_model: dict[str, dict[str, list]] = {}
     for g in sims:
         by_model.setdefault(g.model_name, {})[str(g.tier)] = g.file
@@ -161,5 +167,6 @@ def pilot_report(
             grades={g.model_name: g.summary for g in grades},
             sims=by_model,
             departures=list(departures),
+            **more,
         )
     )

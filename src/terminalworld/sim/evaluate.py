@@ -4,7 +4,9 @@ answers an agent's commands on generated tasks with a real shadow sandbox beside
 `sim.closed_loop`).
 
 Rows are the held-out schema; probe rows add their `family`, which replaces the command family in
-the breakdowns. With `all_depths`, every observation of a row is generated from its own real prefix
+the breakdowns. Each row's target is classed (`eval.targets`: sentinel, copy, read, predict) and the
+summary gives the rates per class and its headline on read + predict, the targets a simulator must
+read or predict rather than echo or copy. With `all_depths`, every observation of a row is generated from its own real prefix
 (free-running fidelity per depth). Output, as the scorer writes it: one JSON row per input row,
 appended to `OUT.partial` as each finishes, so a rerun resumes; then `OUT` atomically, the rows in
 input order and one `{"_summary": true, ...}` row with the rates, the breakdowns by family and by
@@ -27,8 +29,9 @@ from terminalworld.core.render import build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
 from terminalworld.corpus.actions import action_message
-from terminalworld.corpus.solver import plan
+from terminalworld.corpus.solver import plan, wrong_fix
 from terminalworld.errors import InputError
+from terminalworld.eval.targets import CLASSES, classify, headline
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
@@ -62,6 +65,9 @@ class SimEvalConfig(GroundingOptions):
     )
     agent: Literal["solver", "model"] = option("solver", help="tier 3's agent: the solver's script or a model")
     agent_model: str | None = option(None, help="tier 3: the agent's checkpoint (with --agent model)")
+    wrong_share: float = option(
+        0.0, minimum=0, help="tier 3, --agent solver: the share of tasks it fixes wrongly (seeded by --seed)"
+    )
     max_turns: int = option(12, minimum=1, help="tier 3: the harness's turn limit")
     context_tokens: int = option(8192, minimum=1, help="tier 3: the agent's context")
     max_tokens_per_turn: int = option(256, minimum=1, help="tier 3: the agent's tokens per reply")
@@ -124,6 +130,7 @@ def evaluate_rows(
             "grounding": cfg.grounding,
             **(grounded[turns[-1]].record() if grounder else {}),
             "family": family,
+            "target_class": classify(row),
             "target_chars": len(target),
             "bucket": bucket(len(target)),
             "generated": s.text,
@@ -175,6 +182,10 @@ def summarize(rows: list[dict[str, Any]], cfg: SimEvalConfig, model_name: str) -
         **_rates(rows),
         "by_family": {f: _rates([r for r in rows if r["family"] == f]) for f in sorted({r["family"] for r in rows})},
         "by_bucket": {b: _rates([r for r in rows if r["bucket"] == b]) for _, b in BUCKETS},
+        # What the grade can carry: the target classes (`eval.targets`), the headline on read + predict,
+        # so that a sentinel echo or a copy of the context never lifts it.
+        "by_class": {c: _rates([r for r in rows if r.get("target_class") == c]) for c in CLASSES},
+        "headline": _rates([r for r in rows if headline(r.get("target_class"))]),
     }
     if cfg.grounding == "hybrid":
         exact = [r for r in rows if r.get("route") == "exact"]
@@ -237,7 +248,8 @@ def _resume_check(cfg: SimEvalConfig) -> None:
 def _agent(cfg: SimEvalConfig, task: Path, harness: HarnessConfig, model) -> Agent:
     if cfg.agent == "model":
         return ModelAgent(model, harness)
-    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"))])
+    wrong = wrong_fix(cfg.seed, task.name, cfg.wrong_share)
+    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"), wrong=wrong)])
 
 
 def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
@@ -280,6 +292,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             yield {
                 "instance_id": task.name,
                 "grounding": cfg.grounding,
+                "wrong_fix": cfg.agent == "solver" and wrong_fix(cfg.seed, task.name, cfg.wrong_share),
                 **loop.row(),
                 "real": {"reward": reward, "outcome": outcome, "seconds": seconds},
             }
@@ -296,6 +309,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             "tier": 3,
             "grounding": cfg.grounding,
             "agent": cfg.agent,
+            "wrong_share": cfg.wrong_share if cfg.agent == "solver" else None,
             **stats,
         }
 

@@ -92,7 +92,7 @@ def sim_grade_fn(
 
     paths = {k: joined(v) for k, v in source.items()}
     fields = asdict(decoding) if isinstance(decoding, Decoding) else decoding
-    options = {k: joined(v) if k == "chat_template_from" else v for k, v in fields.items()}
+    options = {k: joined(v) if k in ("chat_template_from", "agent_model") else v for k, v in fields.items()}
     with local_copy(out) as local:  # the rows file resumes from what a preempted run put back
         cfg = SimEvalConfig(
             model_path=joined(model),
@@ -113,11 +113,15 @@ def sim_grade(
     tasks: TaskSet | None = None,
     decoding: Decoding,
     chat_template_from: Model | None = None,
+    wrong_share: float = 0.0,
+    agent: tuple[Model, Any] | None = None,
     resources=None,
     version: str,
 ) -> SimGrade:
     """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3),
-    rendered with `chat_template_from`'s chat template if given (a base model)."""
+    rendered with `chat_template_from`'s chat template if given (a base model); on tasks, the
+    solver's episodes make wrong fixes for a `wrong_share` of them (seeded), so outcomes differ; or
+    `agent` (a checkpoint and its episode limits) acts instead of the solver."""
     if sum(x is not None for x in (heldout, probes, tasks)) != 1:
         raise ValueError("a simulator grade reads one of heldout, probes and tasks")
     tier, source = (
@@ -130,6 +134,13 @@ def sim_grade(
     # Marin finds a dependency only inside lists, tuples and dicts, so a checkpoint's template joins
     # the decoding's fields in a dict, where the grades made before this keyword carried it.
     template = {"chat_template_from": model_input(chat_template_from)} if chat_template_from is not None else {}
+    # Only where set, so the grades made before it keep their identity.
+    template |= {"wrong_share": wrong_share} if wrong_share and tasks is not None else {}
+    if agent is not None and tasks is not None:
+        checkpoint, limits = agent
+        # The episode's limits only: sim-eval's one temperature is the simulator's and the agent's.
+        caps = {k: getattr(limits, k) for k in ("max_turns", "context_tokens", "max_tokens_per_turn")}
+        template |= {"agent": "model", "agent_model": model_input(checkpoint), **caps}
     return SimGrade(
         step(
             artifacts.sim_grade(tier, model_name),

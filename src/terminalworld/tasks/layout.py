@@ -101,6 +101,8 @@ path = "{path}"
 line = {line}
 bug_kind = "{kind}"
 seed = {seed}
+level = "{level}"
+wrong_output = {wrong_output_toml}
 
 [verifier]
 timeout_sec = 120.0
@@ -130,14 +132,25 @@ def write_task(
     (task_dir / "solution").mkdir()
     shutil.move(str(repo_dir), task_dir / REPO_DIR)
     (task_dir / "environment" / "Dockerfile").write_text(DOCKERFILE)
-    (task_dir / "instruction.md").write_text(instruction)
-    (task_dir / "task.toml").write_text(TASK_TOML.format(**metadata))
+    write_instruction(task_dir, instruction=instruction, metadata=metadata)
     (task_dir / "tests" / "test.sh").write_text(TEST_SH)
     shutil.copyfile(CHECK_SCRIPT, task_dir / "tests" / "check.py")
     (task_dir / "tests" / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
     (task_dir / "solution" / "solve.sh").write_text(SOLVE_SH.format(patch=patch))
     for script in ("tests/test.sh", "solution/solve.sh"):
         os.chmod(task_dir / script, 0o755)
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string: JSON's escapes, plus the control character JSON leaves raw."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def write_instruction(task_dir: Path, *, instruction: str, metadata: dict[str, Any]) -> None:
+    """The task's `instruction.md` and `task.toml`: the two files a level of the ladder changes."""
+    (task_dir / "instruction.md").write_text(instruction)
+    toml = {**metadata, "wrong_output_toml": toml_string(str(metadata.get("wrong_output", "")))}
+    (task_dir / "task.toml").write_text(TASK_TOML.format(**{"level": "function", **toml}))
 
 
 @contextlib.contextmanager
