@@ -48,6 +48,7 @@ class Launched:
     init: int | None
     group: cgroup.Group | None
     token: int | None = None  # its entry in `scratch.at_termination`, which ends it at SIGTERM
+    pid: int | None = None  # the host pid of the sandbox's pid 1, while `init` is open
     _pidfd: threading.Lock = field(default_factory=threading.Lock, repr=False)  # `kill` and `end` share it
 
     def kill(self) -> None:
@@ -128,6 +129,7 @@ def launch(
             # bwrap waits on the block pipe, so its pid 1 is alive and has not forked yet.
             pid = int(m.group(1))
             launched.init = os.pidfd_open(pid)
+            launched.pid = pid
             _map_root(pid, *ids)
             if group is not None:
                 group.add(pid)

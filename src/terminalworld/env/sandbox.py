@@ -339,13 +339,23 @@ class Sandbox:
     def _bytes(self, *, unlock: bool = False) -> int:
         return sum(walk.tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
 
-    def _over_disk(self, cfg: SandboxConfig) -> bool:
-        """Whether the copy grew past the cap while a command runs (a tree moved under the walk is
-        measured again at the next poll, and exactly once the command is gone)."""
+    def _over_disk(self, cfg: SandboxConfig, started: launch.Launched) -> bool:
+        """Whether the copy grew past the cap while a command runs, counting the files its processes
+        hold open after unlinking them (a tree moved under the walk is measured again at the next
+        poll, and exactly once the command is gone)."""
         try:
-            return self._bytes() - self._base_bytes > cfg.disk_bytes
+            held = _unlinked_open_bytes(started.pid, self._devices) if started.pid is not None else 0
+            return self._bytes(unlock=os.geteuid() != 0) + held - self._base_bytes > cfg.disk_bytes
         except walk.TreeChanged:
             return False
+
+    def _measure(self) -> int:
+        """The bytes the copy holds once no command runs; a tree no walk can finish counts as full."""
+        try:
+            self._last_bytes = self._bytes(unlock=os.geteuid() != 0)
+        except walk.TreeChanged:
+            self._last_bytes = self._base_bytes + self.config.disk_bytes + 1
+        return self._last_bytes
 
     def claim_repo(self) -> None:
         """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
@@ -356,18 +366,24 @@ class Sandbox:
                 walk.give_tree(path, *self._ident)
         for mount in self._mounts:
             copies.fit(mount, self.config.disk_bytes)
-        self._base_bytes = 0 if self._mounts else self._bytes(unlock=True)
+        self._base_bytes = self._last_bytes = 0 if self._mounts else self._bytes(unlock=True)
+        self._devices = {os.stat(p).st_dev for p in [self.repo_dir, *self.binds.values()]}
 
     def argv(self, command: str) -> list[str]:
         """What bwrap runs inside for `command`: an outer shell sets the limits (no capability inside
-        can raise a hard limit again), then runs the command in a fresh bash exactly as given."""
+        can raise a hard limit again), then runs the command in a fresh bash exactly as given. Under
+        the walk's disk cap no file may grow past what is left of the cap (RLIMIT_FSIZE), so one
+        write cannot overshoot it between two polls."""
         cfg = self.config
+        file_bytes = cfg.max_file_bytes
+        if not self._mounts:
+            file_bytes = min(file_bytes, max(0, cfg.disk_bytes - (self._last_bytes - self._base_bytes)))
 
         def cap(kind: int, value: int) -> int:
             hard = resource.getrlimit(kind)[1]
             return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
-        limits = f"-f {cap(resource.RLIMIT_FSIZE, cfg.max_file_bytes) // 1024} -c 0"
+        limits = f"-f {cap(resource.RLIMIT_FSIZE, file_bytes) // 1024} -c 0"
         limits += f" -v {cap(resource.RLIMIT_AS, cfg.memory_bytes) // 1024}"
         limits += f" -u {cap(resource.RLIMIT_NPROC, cfg.max_processes)}"
         # The soft CPU limit is a second below the hard one, so SIGXCPU comes first, which shells name.
@@ -403,7 +419,7 @@ class Sandbox:
                     stopped = "time"
                     break
                 if now >= next_poll:
-                    if self._over_disk(cfg):
+                    if self._over_disk(cfg, started):
                         stopped = "disk"
                         break
                     # Measuring a huge tree takes long: never spend most of the time measuring.
@@ -430,7 +446,7 @@ class Sandbox:
         if self._mounts:
             over = any(copies.full(m) for m in self._mounts)
         else:
-            over = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes > cfg.disk_bytes
+            over = self._measure() - self._base_bytes > cfg.disk_bytes
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
@@ -444,6 +460,29 @@ class Sandbox:
         returncode = {"time": 124, "disk": 137}.get(stopped or "", returncode)
         notes = "".join(_note(cfg, kind) for kind in limits)
         return CommandResult(output + notes, returncode, stopped == "time", elided, limits)
+
+
+def _unlinked_open_bytes(pid1: int, devices: set[int]) -> int:
+    """The blocks of the regular files on `devices` that processes of the pid namespace of host pid
+    `pid1` hold open after unlinking them: space a walk cannot see, freed only when they close."""
+    try:
+        ns = os.readlink(f"/proc/{pid1}/ns/pid")
+    except OSError:
+        return 0
+    held: dict[tuple[int, int], int] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") != ns:
+                continue
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+                if st.st_nlink == 0 and stat.S_ISREG(st.st_mode) and st.st_dev in devices:
+                    held[st.st_dev, st.st_ino] = st.st_blocks * 512
+    return sum(held.values())
 
 
 def _note(c: SandboxConfig, kind: str) -> str:
