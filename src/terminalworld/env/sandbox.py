@@ -378,6 +378,7 @@ class Sandbox:
         file_bytes = cfg.max_file_bytes
         if not self._mounts:
             file_bytes = min(file_bytes, max(0, cfg.disk_bytes - (self._last_bytes - self._base_bytes)))
+        self._file_bytes = file_bytes  # below `max_file_bytes`, a file that meets it meets the disk cap
 
         def cap(kind: int, value: int) -> int:
             hard = resource.getrlimit(kind)[1]
@@ -456,6 +457,8 @@ class Sandbox:
             "cpu": returncode == 128 + signal.SIGXCPU or "CPU time limit exceeded" in seen,
             "file_size": returncode == 128 + signal.SIGXFSZ or "File size limit exceeded" in seen,
         }
+        if hit["file_size"] and self._file_bytes < cfg.max_file_bytes:
+            hit["disk"], hit["file_size"] = True, False
         limits = tuple(k for k, v in hit.items() if v)
         returncode = {"time": 124, "disk": 137}.get(stopped or "", returncode)
         notes = "".join(_note(cfg, kind) for kind in limits)

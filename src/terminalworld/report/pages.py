@@ -108,11 +108,20 @@ def read_json_at(*parts: str) -> Any:
     return read_json(posixpath.join(*parts))
 
 
+# What could make corpus or model text in a cell into markup: a link or image (`[x](javascript:...)`),
+# raw HTML, an attribute list (`{: onclick=...}`), a cell break; and the escape character itself.
+_INERT = str.maketrans(
+    {"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "[": "\\[", "]": "\\]", "{": "\\{", "}": "\\}"}
+    | {"`": "\\`", "\n": " ", "\r": " "}
+)
+
+
 def cell(value: Any) -> str:
-    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), pipes and
-    angle brackets escaped, one line."""
+    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), one line,
+    inert: every character that could start a link, HTML, an attribute list or a new cell escaped,
+    so a repository or model text shows as typed and never as markup."""
     text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    return text.translate(_INERT)
 
 
 _PPL = ("median_ppl", "token_weighted_ppl")  # shown with their 95% intervals
