@@ -88,6 +88,15 @@ def _map_root(pid: int, uid: int, gid: int) -> None:
             f.write(value)
 
 
+def _oom_first(pid: int) -> None:
+    """Make `pid` (and what it forks) the OOM killer's first pick. Written by a host with
+    CAP_SYS_RESOURCE (root), the value is also the floor the kernel lets the process's descendants
+    lower it to; an unprivileged host's write is only the start value (the shell inside writes it
+    too), which a command may lower back to 0."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/oom_score_adj", "w") as f:
+        f.write("1000\n")
+
+
 def launch(
     bwrap: str, options: list[str], argv: list[str], ident: tuple[int, int] | None, group: cgroup.Group | None
 ) -> Launched:
@@ -131,6 +140,7 @@ def launch(
             launched.init = os.pidfd_open(pid)
             launched.pid = pid
             _map_root(pid, *ids)
+            _oom_first(pid)
             if group is not None:
                 group.add(pid)
         with contextlib.suppress(BrokenPipeError):
