@@ -2,8 +2,6 @@
 container dropped it) makes 1000 the floor of every sandboxed process's `oom_score_adj`; any other
 host only starts it at 1000, which a command may lower to 0 (see `env.launch`)."""
 
-import os
-
 import pytest
 
 CAP_SYS_RESOURCE = 24

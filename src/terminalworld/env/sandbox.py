@@ -38,8 +38,11 @@ Linux 5.14 as each has its own user namespace, per host uid before); disk (the c
 `disk_bytes`, each name counting 4 KiB; see `disk_limit_kind`: on a copy made by `env.copies` on a
 root host, a property of the copy's own tmpfs, which answers ENOSPC, and the note comes when the
 command leaves it full; else measured by walks while the command runs and after, each inode's
-blocks once, the command killed past the cap); files are capped at `max_file_bytes`; CPU
-(RLIMIT_CPU per process). Sandboxed processes are the OOM killer's first pick.
+blocks once, with the access the host uid needs whatever modes a command set, files its processes
+hold open after unlinking them counted, no file allowed past what is left of the cap, the command
+killed past the cap: docs/design.md says what each kind guarantees); files are capped at
+`max_file_bytes`; CPU (RLIMIT_CPU per process). Sandboxed processes are the OOM killer's first pick
+(on a host with CAP_SYS_RESOURCE, one they cannot leave).
 
 Output keeps head and tail like SWE-ZERO (`... (output truncated, N chars elided) ...`), counted
 exactly; the environment is fixed (LC_ALL=C, TZ=UTC, HOME, PATH). bwrap is the static binary of
