@@ -14,7 +14,7 @@ from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.harbor_loop import agent_grade
 
-AGENT_TIMEOUT_S = 30.0
+AGENT_TIMEOUT_S = 300.0  # short beside a stall that never ends; room for a loaded CPU's simulator
 COMMANDS = [r"grep -rn '\(.*\)*QQQ' .", "grep -rnE '" + "(" * 500 + "def" + ")" * 500 + "' ."]
 
 
@@ -35,8 +35,9 @@ def test_hostile_patterns_leave_a_grounded_trial_on_time_and_scored(generated_ta
         replies=str(tmp_path / "replies.json"),
         environment="simulated",
         simulator="smollm2",
-        simulator_tokens=4,
+        simulator_tokens=1,
         grounding="retrieved",
+        grounding_budget=64,  # the simulator reads a short block: its prefill is most of the trial's time
     )
     # A stuck job would hold this test forever: the bound is a failure, not a speed claim.
     pool = concurrent.futures.ThreadPoolExecutor(1)
