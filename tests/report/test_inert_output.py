@@ -59,13 +59,21 @@ def _html(text: str) -> str:
 
 def test_page_cells_show_hostile_names_as_typed():
     page = Page(out="unused", relpath="x.md")
-    names = [LINK, "<script>alert(1)</script>", "*x*{: onclick=alert(1) }", "a|b", "![i](javascript:alert(1))"]
+    names = [
+        LINK,
+        "<script>alert(1)</script>",
+        "*x*{: onclick=alert(1) }",
+        "`x`{onclick=alert(1)}",
+        "a|b",
+        "![i](javascript:alert(1))",
+    ]
     page.table("repo|n", [[n, 1] for n in names])
     html = _html("\n".join(page.lines))
-    assert "<a " not in html and "<img" not in html and "<script" not in html and "onclick" not in html.split("{")[0]
+    assert "<a " not in html and "<img" not in html and "<script" not in html and "<em onclick" not in html
     assert 'onclick="' not in html and html.count("<tr>") == len(names) + 1  # one row each, "a|b" one cell
-    assert "[x](javascript:alert(1))" in html  # shown as typed
-    assert cell(LINK) == "\\[x\\](javascript:alert(1))"
+    assert "[x]&#40;javascript:alert(1))" in html  # shown as typed
+    assert cell(LINK) == "[x]&#40;javascript:alert(1))" and cell("[x\\](y)") == "[x\\]&#40;y)"
+    assert cell("1768.4 [1500, 2000]") == "1768.4 [1500, 2000]" and cell("`{MARIN_PREFIX}/x`") == "`{MARIN_PREFIX}/x`"
 
 
 def test_the_probe_page_shows_a_hostile_repository_as_text():
