@@ -21,6 +21,7 @@ import os
 import re
 import select
 import signal
+import stat
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -58,6 +59,28 @@ class Launched:
             if self.init is not None:
                 with contextlib.suppress(ProcessLookupError):
                     signal.pidfd_send_signal(self.init, signal.SIGKILL)
+
+    def unlinked_open_bytes(self, devices: set[int]) -> int:
+        """The blocks of the regular files on `devices` that the sandbox's processes (those in its pid
+        namespace) hold open after unlinking them: space a walk cannot see, freed when they close."""
+        try:
+            ns = os.readlink(f"/proc/{self.pid}/ns/pid") if self.pid is not None else None
+        except OSError:
+            ns = None
+        held: dict[tuple[int, int], int] = {}
+        for pid in filter(str.isdigit, os.listdir("/proc") if ns else []):
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") != ns:
+                    continue
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    st = os.stat(f"/proc/{pid}/fd/{fd}")
+                    if st.st_nlink == 0 and stat.S_ISREG(st.st_mode) and st.st_dev in devices:
+                        held[st.st_dev, st.st_ino] = st.st_blocks * 512
+        return sum(held.values())
 
     def end(self) -> None:
         """Kill every process of the sandbox and return once all are gone (reaped, group empty)."""

@@ -69,6 +69,7 @@ import time
 from dataclasses import dataclass, replace
 
 from terminalworld.env import cgroup, copies, launch, walk
+from terminalworld.env.disk import WalkedCap
 from terminalworld.env.output import Output
 from terminalworld.errors import InputError, SandboxUnavailable
 
@@ -339,27 +340,6 @@ class Sandbox:
             for path in [self.repo_dir, *self.binds.values()]:
                 walk.give_tree(path, uid, gid)
 
-    def _bytes(self, *, unlock: bool = False) -> int:
-        return sum(walk.tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
-
-    def _over_disk(self, cfg: SandboxConfig, started: launch.Launched) -> bool:
-        """Whether the copy grew past the cap while a command runs, counting the files its processes
-        hold open after unlinking them (a tree moved under the walk is measured again at the next
-        poll, and exactly once the command is gone)."""
-        try:
-            held = _unlinked_open_bytes(started.pid, self._devices) if started.pid is not None else 0
-            return self._bytes(unlock=os.geteuid() != 0) + held - self._base_bytes > cfg.disk_bytes
-        except walk.TreeChanged:
-            return False
-
-    def _measure(self) -> int:
-        """The bytes the copy holds once no command runs; a tree no walk can finish counts as full."""
-        try:
-            self._last_bytes = self._bytes(unlock=os.geteuid() != 0)
-        except walk.TreeChanged:
-            self._last_bytes = self._base_bytes + self.config.disk_bytes + 1
-        return self._last_bytes
-
     def claim_repo(self) -> None:
         """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
         and take their size as the base of the disk cap (fitting their tmpfs caps to it). Call it
@@ -369,8 +349,8 @@ class Sandbox:
                 walk.give_tree(path, *self._ident)
         for mount in self._mounts:
             copies.fit(mount, self.config.disk_bytes)
-        self._base_bytes = self._last_bytes = 0 if self._mounts else self._bytes(unlock=True)
-        self._devices = {os.stat(p).st_dev for p in [self.repo_dir, *self.binds.values()]}
+        if not self._mounts:
+            self._walked = WalkedCap([self.repo_dir, *self.binds.values()], self.config.disk_bytes)
 
     def argv(self, command: str) -> list[str]:
         """What bwrap runs inside for `command`: an outer shell sets the limits (no capability inside
@@ -378,9 +358,7 @@ class Sandbox:
         the walk's disk cap no file may grow past what is left of the cap (RLIMIT_FSIZE), so one
         write cannot overshoot it between two polls."""
         cfg = self.config
-        file_bytes = cfg.max_file_bytes
-        if not self._mounts:
-            file_bytes = min(file_bytes, max(0, cfg.disk_bytes - (self._last_bytes - self._base_bytes)))
+        file_bytes = cfg.max_file_bytes if self._mounts else min(cfg.max_file_bytes, self._walked.file_budget())
         self._file_bytes = file_bytes  # below `max_file_bytes`, a file that meets it meets the disk cap
 
         def cap(kind: int, value: int) -> int:
@@ -423,7 +401,7 @@ class Sandbox:
                     stopped = "time"
                     break
                 if now >= next_poll:
-                    if self._over_disk(cfg, started):
+                    if self._walked.over_while_running(started):
                         stopped = "disk"
                         break
                     # Measuring a huge tree takes long: never spend most of the time measuring.
@@ -447,10 +425,7 @@ class Sandbox:
                 self._idle.notify_all()
         returncode = proc.returncode
         output, elided = out.render()
-        if self._mounts:
-            over = any(copies.full(m) for m in self._mounts)
-        else:
-            over = self._measure() - self._base_bytes > cfg.disk_bytes
+        over = any(copies.full(m) for m in self._mounts) if self._mounts else self._walked.over_after()
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
@@ -466,29 +441,6 @@ class Sandbox:
         returncode = {"time": 124, "disk": 137}.get(stopped or "", returncode)
         notes = "".join(_note(cfg, kind) for kind in limits)
         return CommandResult(output + notes, returncode, stopped == "time", elided, limits)
-
-
-def _unlinked_open_bytes(pid1: int, devices: set[int]) -> int:
-    """The blocks of the regular files on `devices` that processes of the pid namespace of host pid
-    `pid1` hold open after unlinking them: space a walk cannot see, freed only when they close."""
-    try:
-        ns = os.readlink(f"/proc/{pid1}/ns/pid")
-    except OSError:
-        return 0
-    held: dict[tuple[int, int], int] = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/ns/pid") != ns:
-                continue
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                st = os.stat(f"/proc/{pid}/fd/{fd}")
-                if st.st_nlink == 0 and stat.S_ISREG(st.st_mode) and st.st_dev in devices:
-                    held[st.st_dev, st.st_ino] = st.st_blocks * 512
-    return sum(held.values())
 
 
 def _note(c: SandboxConfig, kind: str) -> str:

@@ -32,9 +32,11 @@ MAX_MEM = 8 << 20  # bytes RE2 may use for one compiled pattern and its matching
 class Matcher(Protocol):
     """What retrieval asks of a compiled pattern."""
 
-    def search(self, text: str) -> object: ...
+    def search(self, text: str) -> object:
+        """Truthy when the pattern matches somewhere in `text`."""
 
-    def fullmatch(self, text: str) -> object: ...
+    def fullmatch(self, text: str) -> object:
+        """Truthy when the pattern matches the whole of `text`."""
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,11 @@ class Literal:
         return s.casefold() if self.fold else s
 
     def search(self, text: str) -> bool:
+        """Whether any of the texts occurs in `text`."""
         return any(self._f(t) in self._f(text) for t in self.texts)
 
     def fullmatch(self, text: str) -> bool:
+        """Whether `text` is one of the texts."""
         return any(self._f(t) == self._f(text) for t in self.texts)
 
 
