@@ -38,8 +38,11 @@ Linux 5.14 as each has its own user namespace, per host uid before); disk (the c
 `disk_bytes`, each name counting 4 KiB; see `disk_limit_kind`: on a copy made by `env.copies` on a
 root host, a property of the copy's own tmpfs, which answers ENOSPC, and the note comes when the
 command leaves it full; else measured by walks while the command runs and after, each inode's
-blocks once, the command killed past the cap); files are capped at `max_file_bytes`; CPU
-(RLIMIT_CPU per process). Sandboxed processes are the OOM killer's first pick.
+blocks once, with the access the host uid needs whatever modes a command set, files its processes
+hold open after unlinking them counted, no file allowed past what is left of the cap, the command
+killed past the cap: docs/design.md says what each kind guarantees); files are capped at
+`max_file_bytes`; CPU (RLIMIT_CPU per process). Sandboxed processes are the OOM killer's first pick
+(on a host with CAP_SYS_RESOURCE, one they cannot leave).
 
 Output keeps head and tail like SWE-ZERO (`... (output truncated, N chars elided) ...`), counted
 exactly; the environment is fixed (LC_ALL=C, TZ=UTC, HOME, PATH). bwrap is the static binary of
@@ -66,6 +69,7 @@ import time
 from dataclasses import dataclass, replace
 
 from terminalworld.env import cgroup, copies, launch, walk
+from terminalworld.env.disk import WalkedCap
 from terminalworld.env.output import Output
 from terminalworld.errors import InputError, SandboxUnavailable
 
@@ -336,17 +340,6 @@ class Sandbox:
             for path in [self.repo_dir, *self.binds.values()]:
                 walk.give_tree(path, uid, gid)
 
-    def _bytes(self, *, unlock: bool = False) -> int:
-        return sum(walk.tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
-
-    def _over_disk(self, cfg: SandboxConfig) -> bool:
-        """Whether the copy grew past the cap while a command runs (a tree moved under the walk is
-        measured again at the next poll, and exactly once the command is gone)."""
-        try:
-            return self._bytes() - self._base_bytes > cfg.disk_bytes
-        except walk.TreeChanged:
-            return False
-
     def claim_repo(self) -> None:
         """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
         and take their size as the base of the disk cap (fitting their tmpfs caps to it). Call it
@@ -356,18 +349,23 @@ class Sandbox:
                 walk.give_tree(path, *self._ident)
         for mount in self._mounts:
             copies.fit(mount, self.config.disk_bytes)
-        self._base_bytes = 0 if self._mounts else self._bytes(unlock=True)
+        if not self._mounts:
+            self._walked = WalkedCap([self.repo_dir, *self.binds.values()], self.config.disk_bytes)
 
     def argv(self, command: str) -> list[str]:
         """What bwrap runs inside for `command`: an outer shell sets the limits (no capability inside
-        can raise a hard limit again), then runs the command in a fresh bash exactly as given."""
+        can raise a hard limit again), then runs the command in a fresh bash exactly as given. Under
+        the walk's disk cap no file may grow past what is left of the cap (RLIMIT_FSIZE), so one
+        write cannot overshoot it between two polls."""
         cfg = self.config
+        file_bytes = cfg.max_file_bytes if self._mounts else min(cfg.max_file_bytes, self._walked.file_budget())
+        self._file_bytes = file_bytes  # below `max_file_bytes`, a file that meets it meets the disk cap
 
         def cap(kind: int, value: int) -> int:
             hard = resource.getrlimit(kind)[1]
             return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
-        limits = f"-f {cap(resource.RLIMIT_FSIZE, cfg.max_file_bytes) // 1024} -c 0"
+        limits = f"-f {cap(resource.RLIMIT_FSIZE, file_bytes) // 1024} -c 0"
         limits += f" -v {cap(resource.RLIMIT_AS, cfg.memory_bytes) // 1024}"
         limits += f" -u {cap(resource.RLIMIT_NPROC, cfg.max_processes)}"
         # The soft CPU limit is a second below the hard one, so SIGXCPU comes first, which shells name.
@@ -403,7 +401,7 @@ class Sandbox:
                     stopped = "time"
                     break
                 if now >= next_poll:
-                    if self._over_disk(cfg):
+                    if self._walked.over_while_running(started):
                         stopped = "disk"
                         break
                     # Measuring a huge tree takes long: never spend most of the time measuring.
@@ -427,10 +425,7 @@ class Sandbox:
                 self._idle.notify_all()
         returncode = proc.returncode
         output, elided = out.render()
-        if self._mounts:
-            over = any(copies.full(m) for m in self._mounts)
-        else:
-            over = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes > cfg.disk_bytes
+        over = any(copies.full(m) for m in self._mounts) if self._mounts else self._walked.over_after()
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
@@ -440,6 +435,8 @@ class Sandbox:
             "cpu": returncode == 128 + signal.SIGXCPU or "CPU time limit exceeded" in seen,
             "file_size": returncode == 128 + signal.SIGXFSZ or "File size limit exceeded" in seen,
         }
+        if hit["file_size"] and self._file_bytes < cfg.max_file_bytes:
+            hit["disk"], hit["file_size"] = True, False
         limits = tuple(k for k, v in hit.items() if v)
         returncode = {"time": 124, "disk": 137}.get(stopped or "", returncode)
         notes = "".join(_note(cfg, kind) for kind in limits)

@@ -108,11 +108,26 @@ def read_json_at(*parts: str) -> Any:
     return read_json(posixpath.join(*parts))
 
 
+# What could make corpus or model text in a cell into live markup, each broken with an HTML entity
+# (which no backslash before it can undo): a link or image (`[x](javascript:...)`, `[x][ref]`) at its
+# `](` or `][`, and an attribute list (`*x*{onclick=...}`) at a `{` right after an inline element.
+_LINK = re.compile(r"\](\s*)([(\[])")
+_ATTRS = re.compile(r"(?<=[*_`)\]])\{")
+
+
 def cell(value: Any) -> str:
-    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), pipes and
-    angle brackets escaped, one line."""
+    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), one line,
+    pipes escaped, and inert: no HTML (`<` escaped), no link, image or attribute list (`_LINK`,
+    `_ATTRS`), so a repository or model text shows as typed and never as markup."""
     text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    text = text.replace("|", "\\|").replace("<", "&lt;").replace("\r", " ").replace("\n", " ")
+    text = _LINK.sub(lambda m: "]" + m.group(1) + ("&#40;" if m.group(2) == "(" else "&#91;"), text)
+    return _ATTRS.sub(lambda m: m.group() if _opens_code(text, m.start()) else "&#123;", text)
+
+
+def _opens_code(text: str, at: int) -> bool:
+    """Whether the backtick before `at` opens a code span (an odd count up to it): `{` inside one is text."""
+    return text[at - 1] == "`" and text[:at].count("`") % 2 == 1
 
 
 _PPL = ("median_ppl", "token_weighted_ppl")  # shown with their 95% intervals

@@ -11,11 +11,13 @@ from typing import Any
 import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
+from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
 from terminalworld.options import named_files, option, readable_file
 from terminalworld.report.figures import log_axis, model_colors, save_plot
 from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
+from terminalworld.report.pages import cell
 from terminalworld.report.simgrade import in_model_order, read_sims, sim_markdown, sim_plots, sim_table
 
 
@@ -40,9 +42,9 @@ def markdown(table: dict[str, Any]) -> str:
         tw, md = c["token_weighted_ppl_ci95"], c["median_ppl_ci95"]
         worst = c["worst"]
         lines.append(
-            f"| {c['name']} | {_f(c['token_weighted_ppl'])} [{_f(tw[0])}, {_f(tw[1])}] | {_f(c['median_ppl'])} "
+            f"| {cell(c['name'])} | {_f(c['token_weighted_ppl'])} [{_f(tw[0])}, {_f(tw[1])}] | {_f(c['median_ppl'])} "
             f"[{_f(md[0])}, {_f(md[1])}] | {_f(c['mean_ppl'])} | {c['n_ppl_gt_10']} | {_f(worst['ppl'], 1)} "
-            f"({worst['repo']}) | {_bn(c.get('beats_base'), m)} | {_bn(c.get('degrades_vs_reference'), m)} | "
+            f"({cell(worst['repo'])}) | {_bn(c.get('beats_base'), m)} | {_bn(c.get('degrades_vs_reference'), m)} | "
             f"{_pct(c.get('top5_share_of_change_vs_base'))} |"
         )
     lines += [
@@ -57,7 +59,7 @@ def markdown(table: dict[str, Any]) -> str:
             f"{_f(c['buckets'][label]['median_ppl'])} / {c['buckets'][label]['token_share']:.0%} (n={c['buckets'][label]['n']})"
             for label, *_ in BUCKETS
         ]
-        lines.append(f"| {c['name']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {cell(c['name'])} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -209,4 +211,4 @@ class CompareConfig:
 def compare_main(cfg: CompareConfig) -> None:
     """Write the comparison and print its tables."""
     table = write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out, read_grades(cfg.agent), read_sims(cfg.sim))
-    print(table["markdown"])
+    print(for_terminal(table["markdown"]))

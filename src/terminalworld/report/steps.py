@@ -3,6 +3,7 @@ pilot's scale-axis report, ECHO's miniature report, and the docs site built from
 
 from __future__ import annotations
 
+from terminalworld.core.terminal import for_terminal
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
 
@@ -27,7 +28,7 @@ def report_fn(
         grades={name: joined(path) for name, path in grades.items()},
         sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in (sims or {}).items()},
     )
-    print(table["markdown"])
+    print(for_terminal(table["markdown"]))
 
 
 def report(
@@ -64,7 +65,7 @@ def echo_report_fn(*, arms: dict[str, list], out: str) -> None:
     from terminalworld.report.echo import write_echo_report
 
     table = write_echo_report({arm: joined(path) for arm, path in arms.items()}, out)
-    print("\n".join(table["notes"]))
+    print(for_terminal("\n".join(table["notes"])))
 
 
 def echo_report(*, arms: list[EchoArm], version: str) -> Report:
@@ -131,7 +132,7 @@ def pilot_report_fn(
         departures=departures,
         ladder={level: {n: joined(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()},
     )
-    print(text)
+    print(for_terminal(text))
 
 
 def pilot_report(
