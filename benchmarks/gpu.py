@@ -41,7 +41,8 @@ uniformly, so their bfloat16 gap is a lower bound on a trained model's).
 The GPU machine has PyTorch, JAX with CUDA, transformers and accelerate, no network; anything else
 travels with the working tree, 64 MiB in all. This script needs nothing else but the SmolLM2
 tokenizer, which `bash benchmarks/gpu_wheels.sh` writes to benchmarks/.gpu/smollm2-tokenizer (it
-also measures Levanter's wheels). The one device command, carrying that folder, smoke first and
+also measures Levanter's wheels). The machine's Python must be 3.12 or later, as the project's
+(an older one stops in one line). The one device command, carrying that folder, smoke first and
 bounded at 8 minutes:
 
     export PYTHONPATH=src; T=benchmarks/.gpu/smollm2-tokenizer; python3 benchmarks/gpu.py --smoke --no-levanter \
@@ -483,6 +484,7 @@ def sft_levanter(run: Run) -> dict:
     from levanter.main.train_lm import main as train
     from levanter.tracker.json_file import JsonFileTrackerConfig
 
+    from terminalworld.core.assets import load_tokenizer
     from terminalworld.train.packing import training_tokenizer
     from terminalworld.train.sft import SftConfig, SftRecipe, TinyQwen3, train_lm_config
 
@@ -539,12 +541,10 @@ def sft_levanter(run: Run) -> dict:
         train(dataclasses.replace(config, trainer=trainer, hf_save_path=None))
         wall = time.perf_counter() - start
         metrics = json.loads(Path(work, "eval_results.json").read_text())
+        vocab = len(load_tokenizer(tok))  # Levanter sizes the vocabulary by the tokenizer
     import jax
 
-    from terminalworld.core.assets import load_tokenizer
-
-    # Levanter sizes the vocabulary by the tokenizer; its own throughput of the last step.
-    shape = {**shape, "vocab_size": len(load_tokenizer(tok))} if not run.smoke else shape
+    shape = {**shape, "vocab_size": vocab}
     step = {"wall_including_compile_s": wall}
     device = jax.devices()[0].device_kind
     return _sft_result(
@@ -612,6 +612,10 @@ def main(argv: list[str] | None = None) -> int:
     names = a.only.split(",") if a.only else list(SECTIONS)
     if unknown := [n for n in names if n not in SECTIONS]:
         p.error(f"unknown section(s) {unknown}; choose from {list(SECTIONS)}")
+    # The GPU machine's Python is not ours to choose, and the project's code uses 3.12 syntax: one line, not a SyntaxError.
+    if sys.version_info < (3, 12):  # noqa: UP036
+        print(f"error: terminalworld needs Python 3.12 or later, this is {sys.version.split()[0]}", file=sys.stderr)
+        return 2
     import torch
 
     if not a.smoke and not torch.cuda.is_available():

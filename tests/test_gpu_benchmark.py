@@ -3,6 +3,7 @@
 NLL is about ln(vocabulary), KV reuse prefills less, the projections follow from the rates), its
 FLOPs count is the shape's, its Phase 0 sizes are the plan's, and without CUDA it stops in one line."""
 
+import functools
 import importlib.util
 import json
 import math
@@ -18,9 +19,12 @@ from tests.paths import REPO_ROOT
 SCRIPT = REPO_ROOT / "benchmarks" / "gpu.py"
 
 
+@functools.cache
 def _module():
+    """benchmarks/gpu.py as a module (registered, as its dataclasses need), without running it."""
     spec = importlib.util.spec_from_file_location("gpu_benchmark", SCRIPT)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
