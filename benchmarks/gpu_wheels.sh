@@ -11,7 +11,7 @@
 # 2. benchmarks/.gpu/levanter-wheels/: Levanter's wheels, downloaded (--no-deps, this project's
 #    pinned versions) to measure them: marin-levanter and every distribution in its dependency
 #    closure that is not in the closure of torch, jax, jaxlib, transformers and accelerate (the
-#    machine's packages), sizes listed in benchmarks/.gpu/levanter-wheels.txt with their total
+#    machine's packages), sizes listed in benchmarks/results/levanter-wheels.txt with their total
 #    beside the 64 MiB. When they do not fit, gpu.py's SFT step runs in PyTorch on that machine and
 #    says so; they are never carried.
 set -euo pipefail
@@ -61,4 +61,4 @@ mkdir -p "$WHEELS"
 xargs -a "$OUT/levanter-dists.txt" uvx pip download --quiet --no-deps --prefer-binary -d "$WHEELS"
 ls -l "$WHEELS" | awk 'NR > 1 {printf "%10d  %s\n", $5, $9; total += $5}
   END {printf "total %.1f MiB in %d wheels (the limit: 64 MiB with the working tree)\n", total / 2^20, NR - 1}' \
-  | tee "$OUT/levanter-wheels.txt" | tail -1
+  | tee benchmarks/results/levanter-wheels.txt | tail -1
