@@ -327,12 +327,11 @@ def simulator_generation(run: Run) -> dict:
         return Simulator(renderer, gen, max_new_tokens=new_tokens)
 
     probe = simulator()
-    requests = []  # every (session, turn) whose prompt fits the window, session cut after that turn
+    by_session = {}  # each session's turns whose prompt fits the window, the session cut after the turn
     for s in run.sessions:
-        for t in range(observed_prefix(s)):
-            cut = dataclasses.replace(s, turns=s.turns[: t + 1])
-            if len(probe.prompt(cut, t)[0]) <= cap:
-                requests.append((cut, t))
+        cuts = [(dataclasses.replace(s, turns=s.turns[: t + 1]), t) for t in range(observed_prefix(s))]
+        by_session[s.instance_id] = [(c, t) for c, t in cuts if len(probe.prompt(c, t)[0]) <= cap]
+    requests = [r for turns in by_session.values() for r in turns]
     probe.simulate(requests[:1])  # warm-up
     rng = np.random.default_rng(0)
     out: dict = {"model": "SmolLM2-135M shape, seeded random weights, bfloat16, greedy", "device": run.device}
@@ -356,9 +355,9 @@ def simulator_generation(run: Run) -> dict:
                 "new_tokens_per_s": sum(g.tokens for g in got) / seconds,
             }
         )
-    turns = 3 if run.smoke else 8
-    session = max(run.sessions, key=observed_prefix)
-    session_turns = [(session, t) for t in range(min(turns, observed_prefix(session)))]
+    # The session with the most turns that fit; its first turns in order (a session's prompt grows).
+    session, fitting = max(by_session.items(), key=lambda kv: len(kv[1]))
+    session_turns = fitting[: 3 if run.smoke else 8]
     both = {}
     for name, kw in (("reuse", {"reuse_cache": True}), ("no_reuse", {})):
         sim = simulator(**kw)
@@ -371,7 +370,7 @@ def simulator_generation(run: Run) -> dict:
             prefilled.append(sim.generator.prefilled[-1] if kw else g.prompt_tokens)
         both[name] = {"seconds_per_turn": float(np.mean(seconds)), "seconds": seconds, "prefilled_tokens": prefilled}
     out["session"] = {
-        "instance_id": session.instance_id,
+        "instance_id": session,
         "turns": len(session_turns),
         **both,
         "speedup": both["no_reuse"]["seconds_per_turn"] / both["reuse"]["seconds_per_turn"],

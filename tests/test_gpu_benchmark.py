@@ -152,3 +152,14 @@ def test_smoke_levanter_step(tmp_path):
     s = json.loads(out.read_text())["sft_levanter"]
     assert s["backend"] == "levanter" and s["tokens_per_s"] > 0 and s["precision"] == "p=f32,c=bfloat16"
     assert s["device_name"] == "cpu" and s["mfu"] is None and s["phase0_grid"]["gpu_hours_total"] > 0
+
+
+def test_the_phase0_page_quotes_the_measured_wheels():
+    """The page's reason for the PyTorch step is the committed measurement of Levanter's wheels."""
+    listing = (REPO_ROOT / "benchmarks" / "results" / "levanter-wheels.txt").read_text().splitlines()
+    sizes = [int(line.split()[0]) for line in listing[:-1]]
+    mib = f"{sum(sizes) / 2**20:.1f} MiB"
+    assert listing[-1].startswith(f"total {mib} in {len(sizes)} wheels")
+    assert sum(sizes) > 64 * 2**20
+    page = " ".join((REPO_ROOT / "docs" / "phase0.md").read_text().split())
+    assert f"{len(sizes)} wheels, {mib}" in page
