@@ -10,8 +10,8 @@ travel to a GPU machine that has no network (see below), and none of these figur
 what the weights have learned, except the agreement's size (random weights predict almost
 uniformly, so their bfloat16 gap is a lower bound on a trained model's).
 
-1. `scorer`: the real fixture rows (SWE-ZERO and nebius, each cut to the longest context that fits
-   SmolLM2's 8,192-token window, as benchmarks/scoring.py cuts them) scored by the project's scorer
+1. `scorer`: the real fixture rows (SWE-ZERO and nebius, each cut to its longest context within
+   8,000 tokens, inside SmolLM2's 8,192-token window, as benchmarks/scoring.py cuts them) scored by the project's scorer
    (`eval.scoring.score_rows` with `HFScorer`) with a SmolLM2-135M-shaped Llama, on CPU in float32
    (the reference) and on the device in float32 and bfloat16: the largest per-token log-probability
    and per-row mean-NLL differences.
@@ -533,8 +533,12 @@ def sft_levanter(run: Run) -> dict:
             recipe=recipe,
         )
         config = train_lm_config(cfg)
+        # One sequence per device at a time, accumulated to the batch, as the PyTorch step does.
         trainer = dataclasses.replace(
-            config.trainer, tracker=JsonFileTrackerConfig(output_path=work), mp=jmp.get_policy("p=f32,c=bfloat16")
+            config.trainer,
+            tracker=JsonFileTrackerConfig(output_path=work),
+            mp=jmp.get_policy("p=f32,c=bfloat16"),
+            per_device_parallelism=1,
         )
         start = time.perf_counter()
         train(dataclasses.replace(config, trainer=trainer, hf_save_path=None))
