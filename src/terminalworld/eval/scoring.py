@@ -363,7 +363,9 @@ def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def score(cfg: ScoreConfig) -> dict[str, Any]:
     """Score every held-out row (resuming a partial run) and write the scores file atomically;
     returns the summary row."""
+    from terminalworld.core.threads import set_threads
 
+    set_threads()  # the cores this process has (or the share its parent passed), one thread each
     rows = read_heldout(cfg.heldout)
     # Repeated ids, another run's --out, or one made under another --grounding are refused before
     # the model loads.

@@ -220,6 +220,9 @@ def sim_eval(cfg: SimEvalConfig) -> dict[str, Any]:
     if cfg.agent == "model" and not cfg.agent_model:
         raise InputError("--agent model needs --agent-model")
     _resume_check(cfg)  # before the model loads
+    from terminalworld.core.threads import set_threads
+
+    set_threads()  # the simulator and tier 3's agent take turns: one model runs at a time
     sim = simulator(cfg)
     return loop_file(cfg, sim) if cfg.tasks else evaluate_file(cfg, sim)
 
