@@ -25,6 +25,7 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -146,6 +147,50 @@ class VLLMScorer:
         ]
 
 
+class VLLMServerScorer:
+    """A running vLLM server's `prompt_logprobs` (the completions endpoint, token ids in): the vLLM
+    CPU build, which lives in its own environment and so serves from its own process. A batch's
+    rows go as concurrent requests, which the server batches."""
+
+    def __init__(self, url: str, served_model: str):
+        models = _get_json(f"{url.rstrip('/')}/models")["data"]
+        model = next((m for m in models if m["id"] == served_model), None)
+        if model is None:
+            raise InputError(f"{url} does not serve {served_model!r} (it serves {[m['id'] for m in models]})")
+        self.url, self.served_model, self.max_len = url.rstrip("/"), served_model, model.get("max_model_len")
+
+    def _one(self, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        import json
+        import urllib.request
+
+        body = {"model": self.served_model, "prompt": ids.tolist(), "max_tokens": 1, "prompt_logprobs": 0}
+        request = urllib.request.Request(
+            f"{self.url}/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=3600) as r:
+            entries = json.loads(r.read())["choices"][0]["prompt_logprobs"]
+        # Entry p maps token ids (as JSON keys) to their log-probability at p, the observed one always included.
+        return np.array([entries[p][str(int(ids[p]))]["logprob"] for p in positions], dtype=np.float64)
+
+    def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """log p(token[p] | tokens[:p]) at each row's positions (each p >= 1), in the order of `items`."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
+            return list(pool.map(lambda item: self._one(*item), items))
+
+
+def _get_json(url: str) -> dict[str, Any]:
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return json.loads(r.read())
+    except OSError as e:
+        raise InputError(f"no vLLM server answers at {url} ({e})") from None
+
+
 def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The observed tokens' log-probabilities from vLLM's `prompt_logprobs`, where entry p maps
     token ids to `Logprob`s for position p and always holds the token at p, whatever its rank."""
@@ -189,6 +234,8 @@ class ScoreConfig(GroundingOptions):
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
     backend: Literal["hf", "vllm"] = option("hf")
+    endpoint: str | None = option(None, help="--backend vllm: a running vLLM server's base URL (…/v1) to score through")
+    served_model: str = option("model", help="the model's name at --endpoint")
     sim_prompt: str = option(SIM_SYSTEM_PROMPT, cli=False)
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
@@ -376,16 +423,42 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
-    if cfg.backend == "vllm":
-        scorer = VLLMScorer(path, cfg.dtype)
-    else:
-        scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
-    return resumable_rows(
-        cfg.out,
-        [r["instance_id"] for r in rows],
-        lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-        lambda results: summarize(results, cfg, name),
-        source=cfg.heldout,
-    )
+    with _scorer(cfg, path) as scorer:
+        return resumable_rows(
+            cfg.out,
+            [r["instance_id"] for r in rows],
+            lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
+            lambda results: summarize(results, cfg, name),
+            source=cfg.heldout,
+        )
+
+
+@contextlib.contextmanager
+def _scorer(cfg: ScoreConfig, path: str):
+    """HF in process; vLLM in process where it is installed (a GPU host); else through a vLLM
+    server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
+    import importlib.util
+
+    if cfg.backend == "hf":
+        yield HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+    elif cfg.endpoint:
+        yield VLLMServerScorer(cfg.endpoint, cfg.served_model)
+    elif importlib.util.find_spec("vllm") is not None:
+        yield VLLMScorer(path, cfg.dtype)
+    else:
+        from terminalworld.agent.vllm import free_port, vllm_server
+        from terminalworld.core.threads import thread_budget
+
+        server = {"model": path, "served_model": "model", "max_model_len": _context_length(path), "port": free_port()}
+        with vllm_server(**server, cpu_threads=thread_budget()) as url:
+            yield VLLMServerScorer(url, "model")
+
+
+def _context_length(path: str) -> int:
+    from transformers import AutoConfig
+
+    from terminalworld.core.assets import hf_folder
+
+    return int(AutoConfig.from_pretrained(hf_folder(path, "model")).max_position_embeddings)
