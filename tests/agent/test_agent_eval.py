@@ -287,3 +287,26 @@ def test_a_generated_task_is_graded_on_the_host_whatever_its_code_writes(task_fo
     # Another task's reward.json (Harbor would read it first and take 7) is refused: a failed submission.
     assert (rows["json-reward"]["reward"], rows["json-reward"]["error_kind"]) == (0.0, "submission")
     assert (s["scored_trials"], s["pass_at_1"]) == (2, 0.0)
+
+
+@pytest.mark.parametrize("agent", ["oracle", "nop", "scripted"])
+def test_concurrent_trials_give_the_results_of_trials_in_turn(task_folder, tmp_path, agent):
+    """Five trials at once (Harbor's n-concurrent, one model server for all in a model grade) or
+    one at a time: the same rows, times and trial names aside, and the same summary."""
+    kw = {}
+    if agent == "scripted":
+        task = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))[0]
+        fix = f"THOUGHT: fix.\n\n```bash\ngit apply - <<'EOF'\n{solution_patch(task_folder / task)}EOF\n```"
+        replies = tmp_path / "replies.json"
+        replies.write_text(json.dumps({task: [fix, SUBMIT], "*": ["```bash\nls\n```", SUBMIT]}))
+        kw["replies"] = str(replies)
+
+    def run(n: int):
+        out = tmp_path / f"{agent}-{n}"
+        s = _run(task_folder, out, agent, n_concurrent=n, **kw)
+        rows = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+        return s, sorted(({k: v for k, v in r.items() if k not in ("trial", "seconds")} for r in rows), key=str)
+
+    (s1, rows1), (s5, rows5) = run(1), run(5)
+    assert rows1 == rows5 and s1 == s5 and len(rows1) == 5
+    assert s1["pass_at_1"] == {"oracle": 0.8, "nop": 0.0, "scripted": 0.2}[agent]
