@@ -119,3 +119,20 @@ def test_the_scorer_sets_its_share_in_torch(tiny_folder, fixtures, tmp_path, mon
             assert summary["n_scored"] == 1 and torch.get_num_threads() == expected
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_library_call_lowers_an_oversubscribed_count_and_keeps_a_chosen_one(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv(threads.THREADS_ENV, raising=False)
+    try:
+        for chosen, expected in ((threads.available_cores() + 3, threads.available_cores()), (1, 1)):
+            monkeypatch.setattr(threads, "_configured", False)
+            torch.set_num_threads(chosen)
+            threads.ensure_threads()
+            assert torch.get_num_threads() == expected
+            torch.set_num_threads(chosen)
+            assert threads.ensure_threads() is None and torch.get_num_threads() == chosen  # once per process
+    finally:
+        torch.set_num_threads(before)

@@ -99,9 +99,16 @@ _configured = False
 
 
 def ensure_threads(sharing: int = 1) -> int | None:
-    """`set_threads` once per process, for code that may run a model without an entry point of its
-    own having set them (a library call); a process whose entry set them keeps its choice."""
+    """For code that may run a model without an entry point of its own having set threads (a
+    library call): once per process, lower torch's threads to this process's share when it has
+    more (never raise a count a caller chose); returns the count set, or None."""
     global _configured
     if _configured:
+        return None
+    import torch
+
+    _configured = True
+    n = thread_budget(sharing)
+    if torch.get_num_threads() <= n:
         return None
     return set_threads(sharing)
