@@ -147,50 +147,6 @@ class VLLMScorer:
         ]
 
 
-class VLLMServerScorer:
-    """A running vLLM server's `prompt_logprobs` (the completions endpoint, token ids in): the vLLM
-    CPU build, which lives in its own environment and so serves from its own process. A batch's
-    rows go as concurrent requests, which the server batches."""
-
-    def __init__(self, url: str, served_model: str):
-        models = _get_json(f"{url.rstrip('/')}/models")["data"]
-        model = next((m for m in models if m["id"] == served_model), None)
-        if model is None:
-            raise InputError(f"{url} does not serve {served_model!r} (it serves {[m['id'] for m in models]})")
-        self.url, self.served_model, self.max_len = url.rstrip("/"), served_model, model.get("max_model_len")
-
-    def _one(self, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        import json
-        import urllib.request
-
-        body = {"model": self.served_model, "prompt": ids.tolist(), "max_tokens": 1, "prompt_logprobs": 0}
-        request = urllib.request.Request(
-            f"{self.url}/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=3600) as r:
-            entries = json.loads(r.read())["choices"][0]["prompt_logprobs"]
-        # Entry p maps token ids (as JSON keys) to their log-probability at p, the observed one always included.
-        return np.array([entries[p][str(int(ids[p]))]["logprob"] for p in positions], dtype=np.float64)
-
-    def batch_logprobs(self, items: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
-        """log p(token[p] | tokens[:p]) at each row's positions (each p >= 1), in the order of `items`."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(16, len(items))) as pool:
-            return list(pool.map(lambda item: self._one(*item), items))
-
-
-def _get_json(url: str) -> dict[str, Any]:
-    import json
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return json.loads(r.read())
-    except OSError as e:
-        raise InputError(f"no vLLM server answers at {url} ({e})") from None
-
-
 def observed_logprobs(prompt_logprobs: list, ids: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The observed tokens' log-probabilities from vLLM's `prompt_logprobs`, where entry p maps
     token ids to `Logprob`s for position p and always holds the token at p, whatever its rank."""
@@ -441,6 +397,8 @@ def _scorer(cfg: ScoreConfig, path: str):
     server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
     import importlib.util
 
+    from terminalworld.eval.vllm_server import VLLMServerScorer, context_length
+
     if cfg.backend == "hf":
         yield HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
     elif cfg.endpoint:
@@ -451,14 +409,6 @@ def _scorer(cfg: ScoreConfig, path: str):
         from terminalworld.agent.vllm import free_port, vllm_server
         from terminalworld.core.threads import thread_budget
 
-        server = {"model": path, "served_model": "model", "max_model_len": _context_length(path), "port": free_port()}
+        server = {"model": path, "served_model": "model", "max_model_len": context_length(path), "port": free_port()}
         with vllm_server(**server, cpu_threads=thread_budget()) as url:
             yield VLLMServerScorer(url, "model")
-
-
-def _context_length(path: str) -> int:
-    from transformers import AutoConfig
-
-    from terminalworld.core.assets import hf_folder
-
-    return int(AutoConfig.from_pretrained(hf_folder(path, "model")).max_position_embeddings)
