@@ -334,3 +334,26 @@ def test_at_every_level_a_fix_solves_and_naming_the_prompt_finds_nothing(task_la
         assert not any(rows[task][k] for k in LOCALISATION) and not rows[task]["solved"]
     given = {"issue": set(), "function": {"file_found"}, "pinpoint": {"file_found", "line_shown"}}[level]
     assert {k for k in LOCALISATION if rows[tasks[1]][k] is None} == given
+
+
+@pytest.mark.parametrize("agent", ["oracle", "nop", "scripted"])
+def test_concurrent_trials_give_the_results_of_trials_in_turn(task_folder, tmp_path, agent):
+    """Five trials at once (Harbor's n-concurrent, one model server for all in a model grade) or
+    one at a time: the same rows, times and trial names aside, and the same summary."""
+    kw = {}
+    if agent == "scripted":
+        task = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))[0]
+        fix = f"THOUGHT: fix.\n\n```bash\ngit apply - <<'EOF'\n{solution_patch(task_folder / task)}EOF\n```"
+        replies = tmp_path / "replies.json"
+        replies.write_text(json.dumps({task: [fix, SUBMIT], "*": ["```bash\nls\n```", SUBMIT]}))
+        kw["replies"] = str(replies)
+
+    def run(n: int):
+        out = tmp_path / f"{agent}-{n}"
+        s = _run(task_folder, out, agent, n_concurrent=n, **kw)
+        rows = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+        return s, sorted(({k: v for k, v in r.items() if k not in ("trial", "seconds")} for r in rows), key=str)
+
+    (s1, rows1), (s5, rows5) = run(1), run(5)
+    assert rows1 == rows5 and s1 == s5 and len(rows1) == 5
+    assert s1["pass_at_1"] == {"oracle": 0.8, "nop": 0.0, "scripted": 0.2}[agent]

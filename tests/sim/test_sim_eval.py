@@ -231,3 +231,27 @@ def test_the_headline_is_read_and_predict_so_the_sentinel_cannot_win_it(setup, t
     evaluate_file(_cfg(path, out), Simulator(renderer, Constant([], stop_ids(renderer.tokenizer))))
     classes = [json.loads(x).get("target_class") for x in out.read_text().splitlines()[:-1]]
     assert classes == [classify(r) for r in rows]
+
+
+def test_rows_served_together_give_the_rows_served_one_at_a_time(setup, tmp_path):
+    """`--batch-size`: rows go to the generator together (one call, left-padded batches); the
+    oracle still scores exactly 1 at every depth, and SmolLM2's greedy rows equal the rows made one
+    at a time."""
+    path, rows, renderer, stop = setup
+    full = [renderer.render(heldout_trajectory(r)).input_ids.tolist() for r in rows]
+    for batch in (1, 3):
+        s = evaluate_file(
+            _cfg(path, tmp_path / f"o{batch}.jsonl", all_depths=True, batch_size=batch),
+            Simulator(renderer, Oracle(full, stop)),
+        )
+        assert s["exact_match"] == 1.0 and all(v["exact_match"] == 1.0 for v in s["by_depth"].values())
+    model = load_hf_model(local_model_path("smollm2"), "float32")
+    files = []
+    for batch in (1, 4):
+        out = tmp_path / f"m{batch}.jsonl"
+        generator = HFGenerator(model, stop=stop, pad=stop[0], batch_size=batch)
+        evaluate_file(
+            _cfg(path, out, max_new_tokens=5, batch_size=batch), Simulator(renderer, generator, max_new_tokens=5)
+        )
+        files.append(out.read_text())
+    assert files[0] == files[1] and len(files[0].splitlines()) == len(rows) + 1

@@ -25,6 +25,7 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -189,6 +190,8 @@ class ScoreConfig(GroundingOptions):
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
     backend: Literal["hf", "vllm"] = option("hf")
+    endpoint: str | None = option(None, help="--backend vllm: a running vLLM server's base URL (…/v1) to score through")
+    served_model: str = option("model", help="the model's name at --endpoint")
     sim_prompt: str = option(SIM_SYSTEM_PROMPT, cli=False)
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
@@ -363,7 +366,9 @@ def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def score(cfg: ScoreConfig) -> dict[str, Any]:
     """Score every held-out row (resuming a partial run) and write the scores file atomically;
     returns the summary row."""
+    from terminalworld.core.threads import set_threads
 
+    set_threads()  # the cores this process has (or the share its parent passed), one thread each
     rows = read_heldout(cfg.heldout)
     # Repeated ids, another run's --out, or one made under another --grounding are refused before
     # the model loads.
@@ -374,16 +379,36 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
-    if cfg.backend == "vllm":
-        scorer = VLLMScorer(path, cfg.dtype)
-    else:
-        scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
-    return resumable_rows(
-        cfg.out,
-        [r["instance_id"] for r in rows],
-        lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-        lambda results: summarize(results, cfg, name),
-        source=cfg.heldout,
-    )
+    with _scorer(cfg, path) as scorer:
+        return resumable_rows(
+            cfg.out,
+            [r["instance_id"] for r in rows],
+            lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
+            lambda results: summarize(results, cfg, name),
+            source=cfg.heldout,
+        )
+
+
+@contextlib.contextmanager
+def _scorer(cfg: ScoreConfig, path: str):
+    """HF in process; vLLM in process where it is installed (a GPU host); else through a vLLM
+    server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
+    import importlib.util
+
+    from terminalworld.eval.vllm_server import VLLMServerScorer, context_length
+
+    if cfg.backend == "hf":
+        yield HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+    elif cfg.endpoint:
+        yield VLLMServerScorer(cfg.endpoint, cfg.served_model)
+    elif importlib.util.find_spec("vllm") is not None:
+        yield VLLMScorer(path, cfg.dtype)
+    else:
+        from terminalworld.agent.vllm import free_port, vllm_server
+        from terminalworld.core.threads import thread_budget
+
+        server = {"model": path, "served_model": "model", "max_model_len": context_length(path), "port": free_port()}
+        with vllm_server(**server, cpu_threads=thread_budget()) as url:
+            yield VLLMServerScorer(url, "model")

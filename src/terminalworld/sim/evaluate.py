@@ -81,7 +81,7 @@ class SimEvalConfig(GroundingOptions):
     backend: Literal["hf", "vllm"] = option("hf")
     dtype: Literal["float32", "bfloat16"] = option("float32")
     device: Literal["cpu", "cuda"] = option("cpu")
-    batch_size: int = option(1, minimum=1, help="prompts per HF generate call")
+    batch_size: int = option(1, minimum=1, help="rows served together: prompts per HF generate call")
 
 
 def bucket(chars: int) -> str:
@@ -95,57 +95,79 @@ def _compare(generated: str, capped: bool, target: str, n_cap: int) -> dict[str,
     return fidelity(text, target)
 
 
-def _observations(sim: Simulator, traj, turns: list[int], grounder: Grounder | None) -> tuple[list[Simulated], dict]:
-    """Each turn's observation: generated (with its grounding block), or, in hybrid mode, served
-    exactly by the shadow when the router says so; and the turns' grounding."""
-    grounded = grounder.trajectory(traj, turns) if grounder else {}
-    generate = [t for t in turns if t not in grounded or grounded[t].served is None]
-    blocks = blocks_of(grounded)
-    made = dict(zip(generate, sim.simulate([(traj, t) for t in generate], [blocks] * len(generate)), strict=True))
-    for t in turns:
-        if t not in made:
-            made[t] = Simulated(text=grounded[t].served, tokens=0, capped=False, prompt_tokens=0)
-    return [made[t] for t in turns], grounded
+def _observations(
+    sim: Simulator, jobs: list[tuple[Any, list[int]]], grounder: Grounder | None
+) -> list[tuple[list[Simulated], dict]]:
+    """Each (trajectory, turns)'s observations: generated (with its grounding block), or, in hybrid
+    mode, served exactly by the shadow when the router says so; and the turns' grounding. Every
+    generated observation of the jobs goes to the generator in one call, so rows are served
+    together (batched, `--batch-size` at a time)."""
+    requests, blocks, planned = [], [], []
+    for traj, turns in jobs:
+        grounded = grounder.trajectory(traj, turns) if grounder else {}
+        generate = [t for t in turns if t not in grounded or grounded[t].served is None]
+        requests += [(traj, t) for t in generate]
+        blocks += [blocks_of(grounded)] * len(generate)
+        planned.append((turns, grounded, generate))
+    made_all = iter(sim.simulate(requests, blocks)) if requests else iter(())
+    out = []
+    for turns, grounded, generate in planned:
+        made = {t: next(made_all) for t in generate}
+        for t in turns:
+            if t not in made:
+                made[t] = Simulated(text=grounded[t].served, tokens=0, capped=False, prompt_tokens=0)
+        out.append(([made[t] for t in turns], grounded))
+    return out
 
 
 def evaluate_rows(
     cfg: SimEvalConfig, sim: Simulator, rows: list[dict[str, Any]], done: dict, grounder: Grounder | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Generate and compare every pending row (yielding each as it finishes)."""
+    """Generate and compare every pending row, `cfg.batch_size` rows served together (yielding
+    each as its group finishes, in input order)."""
     from tqdm import tqdm
 
-    for row in tqdm([r for r in rows if r["instance_id"] not in done], desc="sim-eval", unit="row"):
-        traj = heldout_trajectory(row)
-        turns = list(range(len(traj.turns))) if cfg.all_depths else [len(traj.turns) - 1]
-        sims, grounded = _observations(sim, traj, turns, grounder)
-        parts = []
-        for t, s in zip(turns, sims, strict=True):
-            target = traj.turns[t].observation.removeprefix(OBSERVATION_PREFIX)
-            family = row.get("family") or command_family(extract_command(traj.turns[t].action))
-            parts.append((t, s, target, family, _compare(s.text, s.capped, target, cfg.max_new_tokens)))
-        _, s, target, family, scores = parts[-1]
-        out = {
-            "instance_id": row["instance_id"],
-            "repo": row.get("repo"),
-            "grounding": cfg.grounding,
-            **(grounded[turns[-1]].record() if grounder else {}),
-            "family": family,
-            "target_class": classify(row),
-            "target_chars": len(target),
-            "bucket": bucket(len(target)),
-            "generated": s.text,
-            "target": target,
-            "capped": s.capped,
-            "generated_tokens": s.tokens,
-            "prompt_tokens": s.prompt_tokens,
-            **scores,
-        }
-        if cfg.all_depths:
-            out["depths"] = [
-                {"depth": t + 1, "family": f, "capped": x.capped, **{k: sc[k] for k in _DEPTH_KEYS}}
-                for t, x, _, f, sc in parts
-            ]
-        yield out
+    pending = [r for r in rows if r["instance_id"] not in done]
+    with tqdm(total=len(pending), desc="sim-eval", unit="row") as bar:
+        for k in range(0, len(pending), cfg.batch_size):
+            group = pending[k : k + cfg.batch_size]
+            trajs = [heldout_trajectory(row) for row in group]
+            turns = [list(range(len(t.turns))) if cfg.all_depths else [len(t.turns) - 1] for t in trajs]
+            served = _observations(sim, list(zip(trajs, turns, strict=True)), grounder)
+            for row, traj, ts, (sims, grounded) in zip(group, trajs, turns, served, strict=True):
+                yield _row(cfg, row, traj, ts, sims, grounded, grounder is not None)
+            bar.update(len(group))
+
+
+def _row(cfg: SimEvalConfig, row, traj, turns, sims, grounded, grounding: bool) -> dict[str, Any]:
+    parts = []
+    for t, s in zip(turns, sims, strict=True):
+        target = traj.turns[t].observation.removeprefix(OBSERVATION_PREFIX)
+        family = row.get("family") or command_family(extract_command(traj.turns[t].action))
+        parts.append((t, s, target, family, _compare(s.text, s.capped, target, cfg.max_new_tokens)))
+    _, s, target, family, scores = parts[-1]
+    out = {
+        "instance_id": row["instance_id"],
+        "repo": row.get("repo"),
+        "grounding": cfg.grounding,
+        **(grounded[turns[-1]].record() if grounding else {}),
+        "family": family,
+        "target_class": classify(row),
+        "target_chars": len(target),
+        "bucket": bucket(len(target)),
+        "generated": s.text,
+        "target": target,
+        "capped": s.capped,
+        "generated_tokens": s.tokens,
+        "prompt_tokens": s.prompt_tokens,
+        **scores,
+    }
+    if cfg.all_depths:
+        out["depths"] = [
+            {"depth": t + 1, "family": f, "capped": x.capped, **{k: sc[k] for k in _DEPTH_KEYS}}
+            for t, x, _, f, sc in parts
+        ]
+    return out
 
 
 _DEPTH_KEYS = ("exact_match", "similarity", "line_f1", "degenerate")
@@ -231,6 +253,9 @@ def sim_eval(cfg: SimEvalConfig) -> dict[str, Any]:
     if cfg.agent == "model" and not cfg.agent_model:
         raise InputError("--agent model needs --agent-model")
     _resume_check(cfg)  # before the model loads
+    from terminalworld.core.threads import set_threads
+
+    set_threads()  # the simulator and tier 3's agent take turns: one model runs at a time
     sim = simulator(cfg)
     return loop_file(cfg, sim) if cfg.tasks else evaluate_file(cfg, sim)
 
