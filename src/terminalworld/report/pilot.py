@@ -10,7 +10,7 @@ import os
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
-from terminalworld.report.depth import depth_curve
+from terminalworld.report.depth import depth_composition, depth_curve, depth_scope
 from terminalworld.report.probe import write_comparison
 from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table
 from terminalworld.report.simgrade import read_summary
@@ -40,7 +40,8 @@ def write_pilot_report(
     axis = scale_table(table, results, arms=arms, scales=scales)
     found = findings(axis)
     process = process_table(summaries, [c["name"] for c in table["checkpoints"]])
-    depth = depth_curve(results, sorted(set.intersection(*(set(r.rows) for r in results.values()))))
+    common = sorted(set.intersection(*(set(r.rows) for r in results.values())))
+    depth = depth_curve(results, common)
     text = scale_markdown(axis, found, process)
     text += "\n## Departures from the write-up\n\n" + "".join(f"- {d}\n" for d in departures)
     with atomic_output(os.path.join(out, "report.md")) as f:
@@ -53,6 +54,8 @@ def write_pilot_report(
         "findings": found,
         "process": process,
         "depth_curve": depth,
+        "depth_scope": depth_scope(results, common),
+        "depth_composition": depth_composition(results, common),
         "departures": departures,
     }
     write_json(os.path.join(out, PILOT_FILE), doc)
