@@ -4,7 +4,18 @@ pilot's scale-axis report, ECHO's miniature report, and the docs site built from
 from __future__ import annotations
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
+from terminalworld.pipeline.step import (
+    AgentGrade,
+    EchoArm,
+    Report,
+    Scores,
+    SimGrade,
+    Site,
+    Tokenized,
+    inside,
+    joined,
+    step,
+)
 
 
 def report_fn(
@@ -115,9 +126,15 @@ def pilot_report_fn(
     grades: dict[str, str | list],
     sims: dict[str, dict[str, str | list]],
     departures: list[str],
+    training: dict[str, str | list] | None = None,
+    scale_sequences: dict[str, int] | None = None,
 ) -> None:
-    """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`)."""
+    """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`), with each arm's
+    training coverage (`train.coverage`) when its tokenized artifact is given."""
     from terminalworld.report.pilot import write_pilot_report
+    from terminalworld.train.coverage import arm_coverage
+
+    coverage = {arm: arm_coverage(joined(path), scale_sequences or {}) for arm, path in (training or {}).items()}
 
     text = write_pilot_report(
         scores={name: joined(path) for name, path in scores.items()},
@@ -128,6 +145,7 @@ def pilot_report_fn(
         grades={name: joined(path) for name, path in grades.items()},
         sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in sims.items()},
         departures=departures,
+        training=coverage,
     )
     print(text)
 
@@ -142,10 +160,13 @@ def pilot_report(
     sims: list[SimGrade],
     departures: list[str],
     version: str,
+    training: dict[str, Tokenized] | None = None,
+    scale_sequences: dict[str, int] | None = None,
 ) -> Report:
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
     (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix, the simulator
-    grades, and the departures from the write-up in plain words."""
+    grades, and the departures from the write-up in plain words; with `training` (arm → tokenized
+    artifact) and `scale_sequences` (scale → packed sequences trained), what each scale trained on."""
     by_model: dict[str, dict[str, list]] = {}
     for g in sims:
         by_model.setdefault(g.model_name, {})[str(g.tier)] = g.file
@@ -161,5 +182,8 @@ def pilot_report(
             grades={g.model_name: g.summary for g in grades},
             sims=by_model,
             departures=list(departures),
+            # Inputs only when given, so reports made before them keep their identity.
+            **({"training": {a: t.step for a, t in training.items()}} if training else {}),
+            **({"scale_sequences": dict(scale_sequences)} if scale_sequences else {}),
         )
     )
