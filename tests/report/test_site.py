@@ -393,3 +393,38 @@ def test_docs_site_experiment_wires_the_demo_report():
         "terminalworld/reports/world-model-probe",
         "terminalworld/reports/echo-miniature",
     ]
+
+
+def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
+    """A snapshot holds the rows of its held-out, score, agent and simulator artifacts, gzipped, and
+    its records and manifest name the prefix logically."""
+    import gzip
+
+    from terminalworld.report.site import SNAPSHOT_ROWS_BUDGET
+
+    prefix = tmp_path / "prefix"
+    shutil.copytree(SNAPSHOT, prefix)
+    rows = {}
+    for record in prefix.rglob(RECORD):
+        name = json.loads(record.read_text())["name"]
+        if name.startswith(("heldout/", "sim-ppl-eval/")):
+            body = f'{{"instance_id": "{name}", "path": "{prefix}/x"}}\n'.encode()
+            (record.parent / "rows.jsonl").write_bytes(body)
+            rows[record.parent.relative_to(prefix)] = body
+        rec = json.loads(record.read_text())
+        rec["output_path"] = f"/srv/elsewhere/{rec['name']}/{rec['version']}"  # a machine that is gone
+        record.write_text(json.dumps(rec))
+    assert rows
+    docs = copy_docs(tmp_path)
+    dest = docs / "snapshots" / "demo"
+    _build(docs, [str(prefix / REPORT.relative_to(SNAPSHOT))], snapshot=str(dest))
+    for rel, body in rows.items():
+        assert gzip.decompress((dest / rel / "rows.jsonl.gz").read_bytes()) == body
+    manifest = json.loads((dest / SNAPSHOT_MANIFEST).read_text())
+    assert len(manifest["rows"]) == len(rows) and 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
+    assert manifest["from"] == [f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"]
+    for path in [*dest.rglob(RECORD), dest / SNAPSHOT_MANIFEST]:
+        text = path.read_text()
+        assert not _machine_paths(text, [str(tmp_path)]), path
+    record = json.loads((dest / REPORT.relative_to(SNAPSHOT) / RECORD).read_text())
+    assert record["output_path"] == f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"
