@@ -138,6 +138,16 @@ INTRO = [
     "1,000-character outputs), from repos unseen in its training; `benchmarks/grounding.py` lists the",
     "commands, and `grounding.json` records the two files' SHA-256.",
     "",
+    "What the gain is: for a read command the retrieved block holds exactly what the command prints",
+    "(`cat` the file; `sed -n`, `head` and `tail` the range; `grep` the lines), and 10 of the 22 scored",
+    "held-out targets stand verbatim in their block, so most of `retrieved`'s gain below is the block's",
+    "copy of the output (the hybrid idea done softly), not evidence that the model predicts. The",
+    "probe's target classes (`eval/targets.py`) keep such read targets apart, as served by emulation",
+    "(`report.grounding.class_table`). The recorder's sessions do change the repository (`sed -i`,",
+    "heredocs): `retrieved` equals `replayed` on these rows only because 3-turn rows end before any",
+    "edit. Unseen is per model: 8 of the 22 scored rows come from repos in the SFT subset of",
+    "`experiments/pilot.py`'s committed run, so for its checkpoints below they are not unseen.",
+    "",
 ]
 
 

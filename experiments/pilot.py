@@ -112,7 +112,9 @@ class Pilot:
     or from YAML (`--config_path`), on top of the preset; a recipe other than these defaults, the
     GPU preset included, gets its own version (see `terminalworld.pipeline.entry`)."""
 
-    version: str = "2026.12.04.1"  # .1: distinct from the demo's versions, as both write the same step names
+    # .1: distinct from the demo's versions, as both write the same step names; 2026.12.05.1: the
+    # 8,192-token window, split trajectories and the trained-window probe (the committed run is 2026.12.04.1)
+    version: str = "2026.12.05.1"
     base: str = "smollm2"  # SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32 (an HF folder or asset name)
     tokenizer: str = "smollm2"  # the base's own tokenizer and ChatML template
     # Corpus: exploration trajectories plus solving episodes; observations capped at 2,000 characters

@@ -69,11 +69,12 @@ def test_result_page_reproduce_section_matches_provenance(tmp_path):
     assert "uv run python experiments/local_demo.py --run" in page
     # Artifacts by their logical path: the machine that built the snapshot is nowhere on the page.
     assert f"`{{MARIN_PREFIX}}/{record['name']}/{VERSION}`" in page
-    assert record["output_path"] not in page and "MARIN_PREFIX=/" not in page
+    assert record["output_path"].startswith("{MARIN_PREFIX}/") and "MARIN_PREFIX=/" not in page
+    assert not _machine_paths(page, [])
     for dep, _, rec in upstream(find_reports(str(REPORT))[0]):
         name, version = dep.rsplit("@", 1)
         assert f"| `{dep}` | `{{MARIN_PREFIX}}/{name}/{version}` | {rec['provenance']['base_commit']} |" in page
-        assert rec["output_path"] not in page
+        assert not _machine_paths(rec["output_path"], [])
     assert (
         f"sim-ppl-eval/sim_ppl_base@{VERSION}" in record["deps"]
         and f"agent-eval/heldout-tasks/base@{VERSION}" in record["deps"]
@@ -148,7 +149,10 @@ def test_snapshot_copies_the_report_and_its_upstream_records(tmp_path):
         f"terminalworld/reports/world-model-probe@{VERSION}"
     ]
     origin = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"][0]
-    assert origin not in page and f"`{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}`" in page
+    assert (
+        not _machine_paths(origin, [])
+        and f"`{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}`" in page
+    )
     _build(docs, [str(REPORT)], snapshot=str(dest))  # a snapshot replaces an earlier one
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -428,3 +432,13 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
         assert not _machine_paths(text, [str(tmp_path)]), path
     record = json.loads((dest / REPORT.relative_to(SNAPSHOT) / RECORD).read_text())
     assert record["output_path"] == f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"
+
+
+def test_committed_snapshots_name_no_machine_path_and_say_whether_they_hold_rows():
+    """Every record and manifest of the committed snapshots names paths logically; a snapshot taken
+    before rows travelled says so in its manifest."""
+    for snap in (SNAPSHOT.parent / "local-demo", SNAPSHOT.parent / "pilot"):
+        for path in [*snap.rglob(RECORD), snap / SNAPSHOT_MANIFEST]:
+            assert not _machine_paths(path.read_text(), []), path
+        manifest = json.loads((snap / SNAPSHOT_MANIFEST).read_text())
+        assert manifest["rows"] or "rows not kept" in manifest["rows_note"]
