@@ -999,3 +999,42 @@ def test_the_recipe_finder_lists_the_experiments_with_recipes():
     found = recipe_classes()
     assert {"local_demo": "Demo", "echo_local": "EchoLocal", "pilot": "Pilot"}.items() <= found.items()
     assert "phase0_grid" not in found  # production recipes are pinned in code, with no version field
+
+
+def _snapshots_with_rows() -> list[Path]:
+    return [p.parent for p in sorted(SNAPSHOTS.glob("*/snapshot.json")) if json.loads(p.read_text()).get("rows")]
+
+
+def _scores_rows(snapshot: Path, model: str) -> dict[str, dict]:
+    """A model's scored rows (skipped ones apart) from a snapshot's gzipped scores file."""
+    import gzip
+
+    [path] = snapshot.glob(f"sim-ppl-eval/sim_ppl_{model}/*/*.jsonl.gz")
+    rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
+    return {r["instance_id"]: r for r in rows if not r.get("_summary") and "skipped" not in r}
+
+
+@pytest.mark.parametrize("snapshot", _snapshots_with_rows() or [None], ids=lambda p: p.name if p else "none")
+def test_the_probe_figures_recompute_from_the_snapshot_rows(snapshot):
+    """Every checkpoint's probe figures in a snapshot's `metrics.json` (the pages quote them) are
+    recomputed from the score rows the snapshot carries: tokens, token-weighted and median PPL, and
+    each target class's. A snapshot taken before rows travelled (`rows_note`) cannot be checked."""
+    import math
+    import statistics
+
+    if snapshot is None:
+        pytest.skip("no committed snapshot carries its rows yet (each manifest's rows_note says so)")
+    [report] = snapshot.glob("terminalworld/reports/world-model-probe/*/metrics.json")
+    metrics = json.loads(report.read_text())
+    rows = {c["name"]: _scores_rows(snapshot, c["name"]) for c in metrics["checkpoints"]}
+    common = sorted(set.intersection(*(set(r) for r in rows.values())))
+    assert len(common) == metrics["n_common"]
+    for c in metrics["checkpoints"]:
+        mine = [rows[c["name"]][i] for i in common]
+        tokens = sum(r["n_target_tokens"] for r in mine)
+        assert c["tokens"] == tokens
+        assert c["token_weighted_ppl"] == pytest.approx(math.exp(math.fsum(r["sum_nll"] for r in mine) / tokens))
+        assert c["median_ppl"] == pytest.approx(statistics.median(r["ppl"] for r in mine))
+        for cls, got in (c.get("by_class") or {}).items():
+            inside = [r for r in mine if r["target_class"] == cls]
+            assert got["n"] == len(inside)
