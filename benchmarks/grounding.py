@@ -253,7 +253,11 @@ def main() -> None:
     tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
     data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
     pilot = pilot_ppl(results)
+    # Rows scored with target classes (`eval/targets.py`) give the table by class; older rows carry none.
+    classes = {name: t for name, pattern in ROW_SETS if (t := report.ppl_by_class(_modes(results, pattern)))}
+    classes = {name: t for name, t in classes.items() if any(c["headline"]["n"] for c in t.values())}
     out = data | {
+        **({"ppl_by_class": classes} if classes else {}),
         "route_share": shares,
         "ppl": ppl,
         "ppl_pilot": pilot,
@@ -274,6 +278,10 @@ def main() -> None:
     for name, table in ppl.items():
         lines += [f"### {name}", "", report.ppl_table(table), ""]
     lines += [f"![PPL by length bucket per mode]({Path(plot).name})", ""]
+    if classes:
+        lines += ["## Env PPL by target class", "", "The headline is read + predict; read is served by emulation.", ""]
+        for name, table in classes.items():
+            lines += [f"### {name}", "", report.class_table(table), ""]
     lines += ["## Env PPL by command family", "", "The same rows by their target's command family.", ""]
     for name, table in families.items():
         if table:

@@ -74,3 +74,14 @@ def test_grounding_by_class_marks_read_as_served_by_emulation():
     assert table["none"]["sentinel"] == {"n": 0, "ppl": None, "served": 0}
     text = class_table(table)
     assert "read (served by emulation" in text and "| headline: read + predict | 6.00 (2) |" in text
+
+
+def test_the_probe_page_shows_the_headline_and_each_class(tmp_path):
+    from terminalworld.report.pages import Page, class_section
+
+    base, ft = _results("base", [4.0, 8.0, 2.0, 1.5]), _results("ft", [2.0, 16.0, 1.1, 1.01])
+    page = Page(str(tmp_path), "p.md")
+    class_section(page, compare([base, ft], "base")["checkpoints"])
+    text = "\n".join(page.lines)
+    assert "| model | headline: read + predict | beats base | sentinel | copy | read | predict |" in text
+    assert "| ft | 5.7 / 9.0 · n=2 | 1 of 2 |" in text and page.tables == [["base", "ft"]]
