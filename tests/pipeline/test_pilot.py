@@ -88,7 +88,8 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     # Every observation of each row at its depth (1-based), 3 context turns and the target, classed;
     # the curve pools the read and predict ones.
     comp = doc["depth_composition"]
-    assert sorted(comp) == ["1", "2", "3", "4"] and all(sum(c.values()) == 4 for c in comp.values())
+    n = doc["n_trajectories"]
+    assert sorted(comp) == ["1", "2", "3", "4"] and all(sum(c.values()) == n for c in comp.values())
     headline = {int(d): c.get("read", 0) + c.get("predict", 0) for d, c in comp.items()}
     assert [(p["depth"], p["rows"]) for p in doc["depth_curve"]["base"]] == [(d, n) for d, n in headline.items() if n]
     assert doc["depth_scope"] == "read + predict observations"
