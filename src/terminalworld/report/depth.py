@@ -50,7 +50,9 @@ def depth_curve(
                     "depth": depth,
                     "rows": len(ds),
                     "tokens": n,
-                    "median_ppl": float(np.median([d["ppl"] for d in ds])),
+                    "median_ppl": float(
+                        np.median([d.get("ppl") or np.exp(d["sum_nll"] / d["n_target_tokens"]) for d in ds])
+                    ),
                     "token_weighted_ppl": float(np.exp(s / n)),
                 }
             )
