@@ -310,8 +310,8 @@ def reference_pages(out: str) -> list[Page]:
 
 def logical(value: Any, roots: list[str]) -> Any:
     """`value` (a record, any JSON) with every local prefix in `roots` named `{MARIN_PREFIX}` and any
-    other absolute machine path (`/work/...`, `/root/...`, `/tmp/...`) by its last component under
-    `{LOCAL}`: a committed snapshot names no folder of the machine that built it."""
+    other absolute machine path (a home, temporary or work folder, `_MACHINE_PATH`) by its last
+    component under `{LOCAL}`: a committed snapshot names no folder of the machine that built it."""
     if isinstance(value, dict):
         return {k: logical(v, roots) for k, v in value.items()}
     if isinstance(value, list):
