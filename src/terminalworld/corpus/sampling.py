@@ -36,7 +36,7 @@ from terminalworld.core.heldout import heldout_row, observed_prefix
 from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dumps_row, expand_all, tallied, write_json
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
-from terminalworld.eval.targets import class_counts, classify_turn
+from terminalworld.eval.targets import class_counts, classify_turn, sentinel_turn
 from terminalworld.options import int_list, option
 from terminalworld.pipeline.artifacts import subset_file
 
@@ -245,7 +245,7 @@ def eligibility(
         tally.counts["excluded_repo"] += 1
     elif traj.instance_id in ids:
         tally.counts["excluded_instance"] += 1
-    elif classify_turn(traj, cfg.context_turns) == "sentinel":
+    elif sentinel_turn(traj, cfg.context_turns):
         tally.counts["sentinel_target"] += 1
     else:
         tally.counts["eligible"] += 1

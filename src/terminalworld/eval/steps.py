@@ -30,8 +30,9 @@ def score_fn(
     chat_template_from: str | list | None = None,
     device: str = "cpu",
     all_depths: bool = False,
+    window: int | None = None,
 ) -> None:
-    """Env-token PPL of `model` on the held-out rows into `{out}/{file}`."""
+    """Env-token PPL of `model` on the held-out rows into `{out}/{file}` (only rows within `window`)."""
     from terminalworld.eval.scoring import ScoreConfig, score
 
     with local_copy(out) as local:  # the scores file resumes from what a preempted run put back
@@ -45,6 +46,7 @@ def score_fn(
                 chat_template_from=joined(chat_template_from) if chat_template_from else None,
                 device=device,
                 all_depths=all_depths,
+                window=window,
             )
         )
 
@@ -58,14 +60,17 @@ def scores(
     chat_template_from: Model | None = None,
     device: str = "cpu",
     all_depths: bool = False,
+    window: int | None = None,
     resources=None,
     version: str,
 ) -> Scores:
     """The probe's scores of `model` (rendered with `chat_template_from`'s template if given); with
-    `all_depths`, every earlier observation of each row too (the depth curve)."""
+    `all_depths`, every earlier observation of each row too (the depth curve); with `window` (the
+    trained sequence length), only rows within it, the others skipped with their reason."""
     file = artifacts.scores_file(model_name)
     # all_depths is an input only when set, so scores made before it existed keep their identity.
     more = {"all_depths": True} if all_depths else {}
+    more |= {"window": window} if window is not None else {}  # likewise: scores made before it keep theirs
     return Scores(
         step(
             artifacts.scores(model_name),

@@ -72,6 +72,14 @@ def is_sentinel(command: str | None, text: str) -> bool:
     return (m is not None and m.group("word") in SENTINELS) or text.strip() in SENTINELS
 
 
+def sentinel_turn(traj: Trajectory, index: int) -> bool:
+    """Whether observation `index` is classed `sentinel` (`classify_turn`'s answer, without building the
+    context: the sampler asks it of every trajectory of a corpus)."""
+    turn = traj.turns[index]
+    text = terminal_text(turn.observation)
+    return bool(text.strip()) and is_sentinel(extract_command(turn.action), text)
+
+
 def _lines(text: str) -> list[str]:
     return [s for line in text.splitlines() if (s := line.strip())]
 

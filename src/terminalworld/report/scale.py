@@ -103,8 +103,20 @@ def findings(axis: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"finding": "(b) sharpens it as SFT grows", "holds": b1 < b0, "values": [b0, b1]})
     if all((arm, last) in med for arm in ("assistant", "full", "user")):
         a, b, c = (med[arm, last] for arm in ("assistant", "full", "user"))
-        out.append({"finding": f"(c) ≤ (b) < (a) at {last}", "holds": c <= b < a, "values": [c, b, a]})
+        found = {"finding": f"(c) ≤ (b) < (a) at {last}", "holds": c <= b < a, "values": [c, b, a]}
+        # (c) against (b) paired: a sign test that cannot tell them apart makes "(c) ≤ (b)" a tie.
+        test = next(
+            (t for t in axis.get("sign_tests", []) if t["scale"] == last and {t["x"], t["y"]} == {"full", "user"}),
+            None,
+        )
+        if test is not None:
+            found["c_vs_b_sign_test_p"] = test["p"]
+            found["c_b_tie"] = test["p"] >= TIE_P
+        out.append(found)
     return out
+
+
+TIE_P = 0.05  # a paired sign test at or above this p reads as a tie
 
 
 def process_table(grades: dict[str, dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
@@ -166,7 +178,8 @@ def scale_markdown(axis: dict[str, Any], found: list[dict[str, Any]], process: l
         lines += ["", "The write-up's findings on these numbers:", ""]
         for f in found:
             values = " → ".join(_f(v) for v in f["values"])
-            lines.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values})")
+            tie = f" — (c) and (b) tie: sign test p = {f['c_vs_b_sign_test_p']:.2g}" if f.get("c_b_tie") else ""
+            lines.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values}){tie}")
     if process:
         ks = sorted({k for r in process for k in r["pass_at_k"]}, key=int)
         # The columns a run recorded: the steps of `agent.process`, or an older run's named steps.

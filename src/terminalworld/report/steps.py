@@ -5,7 +5,18 @@ from __future__ import annotations
 
 from terminalworld.core.terminal import for_terminal
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, inside, joined, step
+from terminalworld.pipeline.step import (
+    AgentGrade,
+    EchoArm,
+    Report,
+    Scores,
+    SimGrade,
+    Site,
+    Tokenized,
+    inside,
+    joined,
+    step,
+)
 
 
 def report_fn(
@@ -117,9 +128,15 @@ def pilot_report_fn(
     sims: dict[str, dict[str, str | list]],
     departures: list[str],
     ladder: dict[str, dict[str, str | list]] | None = None,
+    training: dict[str, str | list] | None = None,
+    scale_sequences: dict[str, int] | None = None,
 ) -> None:
-    """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`)."""
+    """The pilot's report and `pilot.json` (`report.pilot.write_pilot_report`), with each arm's
+    training coverage (`train.coverage`) when its tokenized artifact is given."""
     from terminalworld.report.pilot import write_pilot_report
+    from terminalworld.train.coverage import arm_coverage
+
+    coverage = {arm: arm_coverage(joined(path), scale_sequences or {}) for arm, path in (training or {}).items()}
 
     text = write_pilot_report(
         scores={name: joined(path) for name, path in scores.items()},
@@ -131,6 +148,7 @@ def pilot_report_fn(
         sims={name: {int(t): joined(p) for t, p in tiers.items()} for name, tiers in sims.items()},
         departures=departures,
         ladder={level: {n: joined(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()},
+        training=coverage,
     )
     print(for_terminal(text))
 
@@ -146,11 +164,14 @@ def pilot_report(
     departures: list[str],
     ladder: dict[str, list[AgentGrade]] | None = None,
     version: str,
+    training: dict[str, Tokenized] | None = None,
+    scale_sequences: dict[str, int] | None = None,
 ) -> Report:
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
     (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix (and on the
     other levels of the task ladder, `ladder`), the simulator grades, and the departures from the
-    write-up in plain words."""
+    write-up in plain words; with `training` (arm → tokenized artifact) and `scale_sequences`
+    (scale → packed sequences trained), what each scale trained on."""
     # The ladder is an input only when given, so reports made before it keep their identity.
     more = {"ladder": {lv: {g.model_name: g.summary for g in gs} for lv, gs in ladder.items()}} if ladder else {}
     by_model: dict[str, dict[str, list]] = {}
@@ -169,5 +190,8 @@ def pilot_report(
             sims=by_model,
             departures=list(departures),
             **more,
+            # Inputs only when given, so reports made before them keep their identity.
+            **({"training": {a: t.step for a, t in training.items()}} if training else {}),
+            **({"scale_sequences": dict(scale_sequences)} if scale_sequences else {}),
         )
     )
