@@ -138,6 +138,16 @@ INTRO = [
     "1,000-character outputs), from repos unseen in its training; `benchmarks/grounding.py` lists the",
     "commands, and `grounding.json` records the two files' SHA-256.",
     "",
+    "What the gain is: for a read command the retrieved block holds exactly what the command prints",
+    "(`cat` the file; `sed -n`, `head` and `tail` the range; `grep` the lines), and 10 of the 22 scored",
+    "held-out targets stand verbatim in their block, so most of `retrieved`'s gain below is the block's",
+    "copy of the output (the hybrid idea done softly), not evidence that the model predicts. The",
+    "probe's target classes (`eval/targets.py`) keep such read targets apart, as served by emulation",
+    "(`report.grounding.class_table`). The recorder's sessions do change the repository (`sed -i`,",
+    "heredocs): `retrieved` equals `replayed` on these rows only because 3-turn rows end before any",
+    "edit. Unseen is per model: 8 of the 22 scored rows come from repos in the SFT subset of",
+    "`experiments/pilot.py`'s committed run, so for its checkpoints below they are not unseen.",
+    "",
 ]
 
 
@@ -243,7 +253,11 @@ def main() -> None:
     tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
     data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
     pilot = pilot_ppl(results)
+    # Rows scored with target classes (`eval/targets.py`) give the table by class; older rows carry none.
+    classes = {name: t for name, pattern in ROW_SETS if (t := report.ppl_by_class(_modes(results, pattern)))}
+    classes = {name: t for name, t in classes.items() if any(c["headline"]["n"] for c in t.values())}
     out = data | {
+        **({"ppl_by_class": classes} if classes else {}),
         "route_share": shares,
         "ppl": ppl,
         "ppl_pilot": pilot,
@@ -264,6 +278,10 @@ def main() -> None:
     for name, table in ppl.items():
         lines += [f"### {name}", "", report.ppl_table(table), ""]
     lines += [f"![PPL by length bucket per mode]({Path(plot).name})", ""]
+    if classes:
+        lines += ["## Env PPL by target class", "", "The headline is read + predict; read is served by emulation.", ""]
+        for name, table in classes.items():
+            lines += [f"### {name}", "", report.class_table(table), ""]
     lines += ["## Env PPL by command family", "", "The same rows by their target's command family.", ""]
     for name, table in families.items():
         if table:

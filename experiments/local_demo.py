@@ -170,7 +170,11 @@ def build(d: Demo = Demo()) -> DemoGraph:
         models[arm] = train.checkpoint(
             tokenized=data, arm=arm, scale="demo", recipe=recipe(d.sft_epochs, d.sft_lr), init_from=base, version=v
         )
-    scores = [evaluation.scores(model=m, model_name=name, heldout=heldout, version=v) for name, m in models.items()]
+    # The probe scores within the trained window: a longer row is skipped with its reason.
+    scores = [
+        evaluation.scores(model=m, model_name=name, heldout=heldout, window=d.seq_len, version=v)
+        for name, m in models.items()
+    ]
     tasks = agent.task_suite(
         purpose="heldout", n=d.agent_tasks, seed=d.seed, unseen_in=subsets, size=d.pretrain_size, version=v
     )

@@ -45,6 +45,8 @@ class ServedLoop(Served):
 
 
 VERSION = "2026.12.03"
+# One H100 per grade is an estimate, not a measurement: no GPU figure exists yet; it is pending
+# benchmarks/results/gpu.json (benchmarks/gpu.py; docs/phase0.md, "Accelerator estimates").
 GPU = ResourceConfig.with_gpu("H100", count=1)
 DECODING = Served(backend="vllm", device="cuda", dtype="bfloat16", max_new_tokens=2048, temperature=0.0)
 LOOP = ServedLoop(**asdict(DECODING), max_turns=30, context_tokens=32768, max_tokens_per_turn=2048)

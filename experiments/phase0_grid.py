@@ -20,7 +20,9 @@ os.environ.setdefault("MARIN_PREFIX", artifacts.BUCKET)
 
 ARMS = ("assistant", "full", "user")
 SCALES = {"10K": 10_000, "100K": 100_000, "1M": 1_000_000}
-# 10K and 1M as in the write-up; 100K sits between them (batch 32 on a v5p-16).
+# 10K and 1M as in the write-up; 100K sits between them (batch 32 on a v5p-16). The slices are
+# estimates, not measurements: no GPU or TPU figure exists yet; they are pending
+# benchmarks/results/gpu.json (benchmarks/gpu.py; docs/phase0.md, "Accelerator estimates").
 BATCH = {"10K": 8, "100K": 32, "1M": 64}
 TPU = {"10K": "v5p-8", "100K": "v5p-16", "1M": "v5p-32"}
 

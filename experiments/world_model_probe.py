@@ -16,6 +16,9 @@ from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.entry import main
 from terminalworld.report import steps as reports
 
+# Scoring on CPU is an estimate of what the probe needs, not a measurement: no GPU figure exists
+# yet; the probe's projected time on one GPU is pending benchmarks/results/gpu.json
+# (benchmarks/gpu.py; docs/phase0.md, "Accelerator estimates").
 VERSION = "2026.11.04"
 cells = grid()
 scores = [

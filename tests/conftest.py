@@ -50,10 +50,17 @@ def recorded_corpus(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def generated_tasks(tmp_path_factory) -> Path:
-    """Three validated tasks from seed 0 (one per repository), shared by the task and agent tests."""
+def task_ladder(tmp_path_factory) -> Path:
+    """Three validated tasks from seed 0 (one per repository) at every level of the ladder: one
+    suite per level under `<level>/`."""
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
 
     out = tmp_path_factory.mktemp("tasks")
-    make_tasks(MakeTasksConfig(out=str(out), n=3, seed=0, workers=2))
+    make_tasks(MakeTasksConfig(out=str(out), n=3, seed=0, workers=2, level="ladder"))
     return out
+
+
+@pytest.fixture(scope="session")
+def generated_tasks(task_ladder) -> Path:
+    """The ladder's `function` suite (the default level), shared by the task and agent tests."""
+    return task_ladder / "function"

@@ -9,3 +9,4 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "real"  # real trajectories, byte-identical; README.md names their sources
 SWE_ZERO = FIXTURES / "adp_swe-zero-12m" / "sample_raw.json"
+RECORDER_SESSIONS = REPO_ROOT / "tests" / "fixtures" / "recorder" / "sessions.jsonl.gz"  # this project's recorder

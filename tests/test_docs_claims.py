@@ -33,6 +33,7 @@ SNAPSHOTS = DOCS / "snapshots"
 SNAPSHOT = SNAPSHOTS / "local-demo"
 EXPERIMENTS = REPO_ROOT / "experiments"
 RECORD = ".artifact.json"
+PILOT_RUN_VERSION = "2026.12.04.1"  # the committed pilot run's version (docs/snapshots/pilot)
 
 # A sentence about what the demo (the miniature, ECHO's miniature, the local demo) or the pilot does.
 CLAIM = re.compile(
@@ -302,8 +303,12 @@ def agent_beside_ppl() -> bool:
 
 @cache
 def local_prefix() -> bool:
-    """The demo's artifacts were written under `./local-prefix`."""
-    return all(path.startswith("local-prefix/") for path in _manifest()["from"])
+    """The demo's artifacts are written under `./local-prefix` (the experiment's default prefix), which
+    the snapshot names logically."""
+    default = 'os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))'
+    return default in (EXPERIMENTS / "local_demo.py").read_text() and all(
+        path.startswith("{MARIN_PREFIX}/") for path in _manifest()["from"]
+    )
 
 
 @cache
@@ -392,16 +397,19 @@ def grounding_on_demo_rows() -> bool:
 @cache
 def grounding_pilot_rows() -> bool:
     """The page's pilot table: the base with the checkpoints' template and the largest (a) and (b)
-    checkpoints (27 steps of 4,096 tokens), agent framing, without and with the retrieved block."""
-    recipe = _pilot().Pilot()
+    checkpoints of the committed run (27 steps of 4,096 tokens, as its records say), agent framing,
+    without and with the retrieved block."""
+    run = SNAPSHOTS / "pilot"
+    version = json.loads((run / "snapshot.json").read_text())["reports"][0].rpartition("@")[2]
+    steps = json.loads((run / "checkpoints/terminalworld/full-x9" / version / RECORD).read_text())["config"]["recipe"]
+    seq = json.loads((run / "terminalworld/tokenized/full-pilot" / version / RECORD).read_text())["config"]["seq_len"]
     summaries = {
         (model, mode): _grounding_summary(f"score-heldout-{model}-agent-{mode}.jsonl")
         for model in ("base", "assistant-x9", "full-x9")
         for mode in ("none", "retrieved")
     }
     return (
-        (recipe.scale_names[-1], recipe.scale_steps[-1], recipe.seq_len, tuple(recipe.arms[:2]))
-        == ("x9", 27, 4096, ("assistant", "full"))
+        (steps["steps"], seq) == (27, 4096)
         and all(
             (x["mode"], x["model_name"], x["grounding"], x["n_trajectories"]) == ("agent", model, mode, 24)
             for (model, mode), x in summaries.items()
@@ -428,7 +436,7 @@ def _pilot_graph() -> tuple:
 
 @cache
 def pilot_scales() -> bool:
-    """The pilot's recipe: SmolLM2's real weights, the three arms, three nested scales 3x apart."""
+    """The pilot's recipe: SmolLM2 (its dequantised Q4_1 GGUF), the three arms, three nested scales 3x apart."""
     recipe = _pilot().Pilot()
     steps = list(recipe.scale_steps)
     return (
@@ -495,7 +503,14 @@ def pilot_run_committed() -> bool:
     in_history = subprocess.run(
         ["git", "merge-base", "--is-ancestor", prov["base_commit"], "HEAD"], cwd=REPO_ROOT, capture_output=True
     )
-    return record["version"] == _pilot().Pilot().version and prov["dirty"] is False and in_history.returncode == 0
+    # The committed run is the CPU preset of its version; the recipe has moved on since (a new version).
+    return record["version"] == PILOT_RUN_VERSION and prov["dirty"] is False and in_history.returncode == 0
+
+
+@cache
+def pilot_rows_not_kept() -> bool:
+    """The pilot's snapshot holds no row file: its figures are aggregates that cannot be recomputed."""
+    return not any(p.name.endswith((".jsonl", ".jsonl.gz")) for p in (SNAPSHOTS / "pilot").rglob("*"))
 
 
 @cache
@@ -622,7 +637,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "index.md",
         "The [pilot](pilot.md) (`experiments/pilot.py`) runs the same graph on one machine with "
-        "SmolLM2-135M-Instruct's real weights, the three arms at three nested scales 3× apart; its committed run "
+        "SmolLM2-135M-Instruct's dequantised Q4_1 weights, the three arms at three nested scales 3× apart; its "
+        "committed run "
         "finds the write-up's three findings holding in direction.",
         (pilot_scales, pilot_local, pilot_run_committed, pilot_findings_hold),
     ),
@@ -787,7 +803,7 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "pilot.md",
-        "The committed run of the pilot (the CPU preset, version `2026.12.04.1`, in `docs/snapshots/pilot`) is on "
+        "The committed run of the pilot (the CPU preset of version `2026.12.04.1`, in `docs/snapshots/pilot`) is on "
         "the [results page](results/pilot.md), with its Reproduce section.",
         (pilot_run_committed,),
     ),
@@ -805,7 +821,23 @@ CLAIMS: list[Claim] = [
     Claim("pilot.md", "Arm (b) sharpens at every scale: 1.75, 1.56, 1.50.", (pilot_findings_hold,)),
     Claim(
         "pilot.md",
-        "At the largest scale (c) ≤ (b) < (a): 1.50, 1.50 and 2.39, with (a) above (b) on all 41 rows.",
+        "The pilot's snapshot holds the report's aggregates and plots only: the held-out rows, the per-row and "
+        "per-depth scores, the agent trials and the simulator rows stayed in the run's prefix and are gone, so none "
+        "of its figures can be recomputed from committed rows.",
+        (pilot_rows_not_kept,),
+    ),
+    Claim(
+        "pilot.md", "**Unseen.** The pilot's held-out repos are disjoint from its SFT subset.", (pilot_run_committed,)
+    ),
+    Claim(
+        "pilot.md",
+        "The grounding page's demo rows are not: 8 of its 22 rows come from repos in the pilot's SFT subset, so "
+        "\"unseen\" holds there for the demo's models, not for the pilot's checkpoints.",
+        (pilot_rows_not_kept,),
+    ),
+    Claim(
+        "pilot.md",
+        "At the largest scale (b) and (c) tie, both below (a): 1.50, 1.50 and 2.39, with (a) above (b) on all 41 rows.",
         (pilot_findings_hold,),
     ),
     Claim(
@@ -967,3 +999,42 @@ def test_the_recipe_finder_lists_the_experiments_with_recipes():
     found = recipe_classes()
     assert {"local_demo": "Demo", "echo_local": "EchoLocal", "pilot": "Pilot"}.items() <= found.items()
     assert "phase0_grid" not in found  # production recipes are pinned in code, with no version field
+
+
+def _snapshots_with_rows() -> list[Path]:
+    return [p.parent for p in sorted(SNAPSHOTS.glob("*/snapshot.json")) if json.loads(p.read_text()).get("rows")]
+
+
+def _scores_rows(snapshot: Path, model: str) -> dict[str, dict]:
+    """A model's scored rows (skipped ones apart) from a snapshot's gzipped scores file."""
+    import gzip
+
+    [path] = snapshot.glob(f"sim-ppl-eval/sim_ppl_{model}/*/*.jsonl.gz")
+    rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
+    return {r["instance_id"]: r for r in rows if not r.get("_summary") and "skipped" not in r}
+
+
+@pytest.mark.parametrize("snapshot", _snapshots_with_rows() or [None], ids=lambda p: p.name if p else "none")
+def test_the_probe_figures_recompute_from_the_snapshot_rows(snapshot):
+    """Every checkpoint's probe figures in a snapshot's `metrics.json` (the pages quote them) are
+    recomputed from the score rows the snapshot carries: tokens, token-weighted and median PPL, and
+    each target class's. A snapshot taken before rows travelled (`rows_note`) cannot be checked."""
+    import math
+    import statistics
+
+    if snapshot is None:
+        pytest.skip("no committed snapshot carries its rows yet (each manifest's rows_note says so)")
+    [report] = snapshot.glob("terminalworld/reports/world-model-probe/*/metrics.json")
+    metrics = json.loads(report.read_text())
+    rows = {c["name"]: _scores_rows(snapshot, c["name"]) for c in metrics["checkpoints"]}
+    common = sorted(set.intersection(*(set(r) for r in rows.values())))
+    assert len(common) == metrics["n_common"]
+    for c in metrics["checkpoints"]:
+        mine = [rows[c["name"]][i] for i in common]
+        tokens = sum(r["n_target_tokens"] for r in mine)
+        assert c["tokens"] == tokens
+        assert c["token_weighted_ppl"] == pytest.approx(math.exp(math.fsum(r["sum_nll"] for r in mine) / tokens))
+        assert c["median_ppl"] == pytest.approx(statistics.median(r["ppl"] for r in mine))
+        for cls, got in (c.get("by_class") or {}).items():
+            inside = [r for r in mine if r["target_class"] == cls]
+            assert got["n"] == len(inside)

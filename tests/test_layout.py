@@ -58,7 +58,7 @@ GENERATORS = ("terminalworld.tasks.make", "terminalworld.corpus.recorder", "term
 FOREIGN = {
     "terminalworld.agent.harbor.agent": ("harbor",),
     "terminalworld.agent.harbor.environment": ("harbor",),
-    "terminalworld.sim.harbor_environment": ("harbor", "tokenizers"),
+    "terminalworld.sim.harbor_environment": ("harbor", "tokenizers", "re2"),
     "terminalworld.agent.harbor.job": ("harbor",),
     "terminalworld.train.skyrl.plugin": ("skyrl", "ray", "megatron", "torch", "transformers", "numpy"),
 }

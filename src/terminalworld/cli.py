@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from terminalworld.core import scratch
+from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import TerminalworldError
 from terminalworld.options import OneLineParser, add_options, check_paths, from_args
 
@@ -29,7 +30,7 @@ def run_cli(fn: Callable[[], object]) -> int:
     try:
         result = fn()
     except TerminalworldError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {for_terminal(str(e), sys.stderr)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; finished outputs are kept and a rerun resumes", file=sys.stderr)

@@ -1,18 +1,20 @@
 """Real Harbor (its own environment, its Job, trials and verifier) grading agents on task folders,
 every command in the sandbox: the oracle scores 1, nop 0, a script exactly what it solves."""
 
+import ast
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
-from terminalworld.agent.process import STEPS
+from terminalworld.agent.process import LOCALISATION, STEPS
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.tasks.layout import solution_patch
 
-COMMAND_STEPS = ("file_localised", "function_localised", "reproduced")
+COMMAND_STEPS = ("body_shown", "line_shown", "reproduced")  # reached only by what commands show
 SUBMIT = f"THOUGHT: done.\n\n```bash\necho {SUBMIT_SENTINEL}\n```"
 HELLO_TEST = """#!/bin/bash
 mkdir -p /logs/verifier
@@ -59,15 +61,19 @@ def test_oracle_scores_one_and_a_verifier_without_a_reward_is_a_scored_failure(t
     assert marin["accuracy"] == 0.8 and marin["unscored_trials"] == 0
     # The oracle's one command runs the solution script: it reads nothing, runs nothing, and its
     # diff (the reference fix, in the bug's file) is what the verifier finds.
+    # The instruction (the function level) names the file, so finding it is not counted.
     generated = [r["process"] for r in rows if r["task"] not in ("hello", "no-reward")]
-    assert generated == [dict.fromkeys(STEPS, True) | dict.fromkeys(COMMAND_STEPS, False)] * 3
+    oracle = dict.fromkeys(STEPS, True) | dict.fromkeys(COMMAND_STEPS, False) | {"file_found": None}
+    assert generated == [oracle | {"valid_reply_share": None}] * 3
     assert {r["task"]: r["process"] for r in rows}["hello"]["edited_file"] is None  # a task without a bug
     assert {k: v["rate"] for k, v in s["process"].items()} == {
         **dict.fromkeys(STEPS, 1.0),
         **dict.fromkeys(COMMAND_STEPS, 0.0),
+        "file_found": None,
+        "valid_reply_share": None,  # Harbor's oracle writes no replies
         "solved": 0.8,  # the task whose verifier writes no reward is the oracle's one failure
     }
-    assert s["process"]["file_localised"]["n"] == 3 and s["process"]["valid_action"]["n"] == 5
+    assert s["process"]["body_shown"]["n"] == 3 and s["process"]["solved"]["n"] == 5
 
 
 def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
@@ -78,7 +84,9 @@ def test_nop_scores_zero_and_a_rerun_resumes(task_folder, tmp_path):
     again = _run(task_folder, out, "nop", n_attempts=2)
     assert sorted(p.name for p in (out / "jobs" / "agent-eval").iterdir() if p.is_dir()) == before
     assert again == s
-    assert all(v["rate"] == 0.0 for v in s["process"].values())  # nop runs nothing and changes nothing
+    # nop runs nothing and changes nothing; it has no replies, and the instruction names the file.
+    assert {k for k, v in s["process"].items() if v["rate"] != 0.0} == {"file_found", "valid_reply_share"}
+    assert s["process"]["file_found"]["rate"] is None and s["valid_action_rate"] is None
 
 
 def test_the_steps_of_a_fix_are_what_a_scripted_agent_does(task_folder, tmp_path):
@@ -92,15 +100,20 @@ def test_the_steps_of_a_fix_are_what_a_scripted_agent_does(task_folder, tmp_path
         return f"THOUGHT: next.\n\n```bash\n{command}\n```"
 
     patch = solution_patch(task_folder / tasks[0])
+    source = (task_folder / tasks[0] / "environment" / "repo" / first["path"]).read_text()
+    node = next(n for n in ast.parse(source).body if getattr(n, "name", None) == first["function"])
+    span = (node.lineno, node.end_lineno)
+    repro = re.search(r"with `(python3 -c .*?)`\.", (task_folder / tasks[0] / "instruction.md").read_text()).group(1)
     script = {
-        tasks[0]: [  # every step: read the file, find the function, run it, fix it, submit
-            bash(f"cat {first['path']}"),
+        tasks[0]: [  # every step: read the function, find it, run the failing call, fix it, submit
+            bash(f"sed -n '{span[0]},{span[1]}p' {first['path']}"),  # a whole file would be cut by the harness
             bash(f"grep -n 'def {first['function']}' {first['path']}"),
-            bash(f'python3 -c "import {first["module"]}; print({first["module"]}.{first["function"]})"'),
+            bash(repro),
             bash(f"git apply - <<'EOF'\n{patch}EOF"),
             SUBMIT,
         ],
-        # Finds the file by searching for the function, then edits another file and submits.
+        # Names the function in a search, then edits another file and submits: it was shown the
+        # definition's line only, not the function.
         tasks[1]: [
             bash(f"grep -rn 'def {meta[tasks[1]]['function']}' ."),
             bash(f"f=$(git ls-files | grep -vx '{meta[tasks[1]]['path']}' | head -n1); echo '# x' >> \"$f\""),
@@ -115,14 +128,14 @@ def test_the_steps_of_a_fix_are_what_a_scripted_agent_does(task_folder, tmp_path
         r["task"]: r["process"]
         for r in map(json.loads, (tmp_path / "scripted" / "trials.jsonl").read_text().splitlines())
     }
-    assert rows[tasks[0]] == dict.fromkeys(STEPS, True)
+    assert rows[tasks[0]] == dict.fromkeys(STEPS, True) | {"file_found": None, "valid_reply_share": 1.0}
     assert rows[tasks[1]] == dict.fromkeys(STEPS, False) | {
-        "valid_action": True,
-        "file_localised": True,
-        "function_localised": True,
+        "file_found": None,
         "diff": True,
+        "valid_reply_share": 1.0,
     }
-    assert rows[tasks[2]] == dict.fromkeys(STEPS, False) | {"valid_action": True}  # only the submission ran
+    # Only the submission ran: one of its two replies was a valid action.
+    assert rows[tasks[2]] == dict.fromkeys(STEPS, False) | {"file_found": None, "valid_reply_share": 0.5}
     assert s["process"]["solved"]["rate"] == s["pass_at_1"] == 0.2  # one of the five scored trials
 
 
@@ -143,7 +156,7 @@ def test_a_scripted_agent_scores_exactly_what_its_script_solves(task_folder, tmp
     rows = {r["task"]: r for r in map(json.loads, (tmp_path / "scripted" / "trials.jsonl").read_text().splitlines())}
     assert rows[tasks[0]]["reward"] == 1.0 and rows["hello"]["reward"] == 1.0 and rows[tasks[1]]["reward"] == 0.0
     assert rows[tasks[1]]["turns"] == 2 and rows[tasks[2]]["turns"] == 1 and rows[tasks[1]]["format_errors"] == 1
-    assert s["valid_action_rate"] == 7 / 8  # 2 + 2 + 1 + 2 + 1 turns over the five trials, one warning
+    assert s["valid_action_rate"] == (1 + 0.5 + 1 + 1 + 1) / 5  # per trial, the share of valid replies
     assert all(rows[t]["outcome"] == "submitted" for t in (*tasks, "hello"))
 
 
@@ -287,3 +300,60 @@ def test_a_generated_task_is_graded_on_the_host_whatever_its_code_writes(task_fo
     # Another task's reward.json (Harbor would read it first and take 7) is refused: a failed submission.
     assert (rows["json-reward"]["reward"], rows["json-reward"]["error_kind"]) == (0.0, "submission")
     assert (s["scored_trials"], s["pass_at_1"]) == (2, 0.0)
+
+
+@pytest.mark.parametrize("level", ["issue", "function", "pinpoint"])
+def test_at_every_level_a_fix_solves_and_naming_the_prompt_finds_nothing(task_ladder, tmp_path, level):
+    """Through real Harbor at each level of the ladder: a scripted agent that applies the fix solves
+    its task; one that only names the file and the function (and echoes the instruction's quoted
+    line) reaches no localisation step; one that does nothing reaches none at all."""
+    import tomllib
+
+    suite = task_ladder / level
+    tasks = sorted(p.name for p in suite.iterdir() if p.is_dir())
+    meta = tomllib.loads((suite / tasks[1] / "task.toml").read_text())["metadata"]
+    line = (suite / tasks[1] / "environment" / "repo" / meta["path"]).read_text().splitlines()[meta["line"] - 1]
+
+    def bash(command: str) -> str:
+        return f"THOUGHT: next.\n\n```bash\n{command}\n```"
+
+    names = [
+        bash(f"ls {meta['path']}; grep -c {meta['function']} {meta['path']}"),
+        bash(f"echo {json.dumps(line.strip())}"),
+        SUBMIT,
+    ]
+    fix = bash(f"git apply - <<'EOF'\n{solution_patch(suite / tasks[0])}EOF")
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({tasks[0]: [fix, SUBMIT], tasks[1]: names, "*": [SUBMIT]}))
+    s = _run(suite, tmp_path / level, "scripted", replies=str(replies))
+    rows = {
+        r["task"]: r["process"] for r in map(json.loads, (tmp_path / level / "trials.jsonl").read_text().splitlines())
+    }
+    assert s["pass_at_1"] == pytest.approx(1 / 3) and rows[tasks[0]]["solved"] and rows[tasks[0]]["edited_lines"]
+    for task in tasks[1:]:
+        assert not any(rows[task][k] for k in LOCALISATION) and not rows[task]["solved"]
+    given = {"issue": set(), "function": {"file_found"}, "pinpoint": {"file_found", "line_shown"}}[level]
+    assert {k for k in LOCALISATION if rows[tasks[1]][k] is None} == given
+
+
+@pytest.mark.parametrize("agent", ["oracle", "nop", "scripted"])
+def test_concurrent_trials_give_the_results_of_trials_in_turn(task_folder, tmp_path, agent):
+    """Five trials at once (Harbor's n-concurrent, one model server for all in a model grade) or
+    one at a time: the same rows, times and trial names aside, and the same summary."""
+    kw = {}
+    if agent == "scripted":
+        task = sorted(p.name for p in task_folder.iterdir() if p.name not in ("hello", "no-reward"))[0]
+        fix = f"THOUGHT: fix.\n\n```bash\ngit apply - <<'EOF'\n{solution_patch(task_folder / task)}EOF\n```"
+        replies = tmp_path / "replies.json"
+        replies.write_text(json.dumps({task: [fix, SUBMIT], "*": ["```bash\nls\n```", SUBMIT]}))
+        kw["replies"] = str(replies)
+
+    def run(n: int):
+        out = tmp_path / f"{agent}-{n}"
+        s = _run(task_folder, out, agent, n_concurrent=n, **kw)
+        rows = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+        return s, sorted(({k: v for k, v in r.items() if k not in ("trial", "seconds")} for r in rows), key=str)
+
+    (s1, rows1), (s5, rows5) = run(1), run(5)
+    assert rows1 == rows5 and s1 == s5 and len(rows1) == 5
+    assert s1["pass_at_1"] == {"oracle": 0.8, "nop": 0.0, "scripted": 0.2}[agent]

@@ -79,3 +79,18 @@ def test_trial_row_from_a_harbor_result():
     result["exception_info"] = {"exception_type": "EnvironmentStartTimeoutError"}
     row = trial_row(result)
     assert row["reward"] is None and not row["scored"] and row["error_kind"] == "infrastructure"
+
+
+def test_only_named_machinery_failures_leave_a_trial_unscored():
+    started = {"started_at": "2026-01-01T00:00:00", "finished_at": "2026-01-01T00:00:01"}
+    base = {"task_name": "t", "trial_name": "t__x", "verifier_result": None, "agent_execution": started}
+    # What the agent left made the verifier's setup fail (Harbor's own error types): scored 0.
+    for exc in ("AddTestsDirError", "RuntimeError", "PermissionError", "VerifierError"):
+        row = trial_row(base | {"exception_info": {"exception_type": exc}})
+        assert (row["reward"], row["scored"], row["error_kind"]) == (0.0, True, "submission")
+    for exc in ("URLError", "CancelledError", "EnvironmentStartTimeoutError"):
+        row = trial_row(base | {"exception_info": {"exception_type": exc}})
+        assert (row["reward"], row["scored"], row["error_kind"]) == (None, False, "infrastructure")
+    # Before the agent's first command nothing it did can be the cause.
+    row = trial_row(base | {"agent_execution": None, "exception_info": {"exception_type": "RuntimeError"}})
+    assert (row["scored"], row["error_kind"]) == (False, "infrastructure")

@@ -10,7 +10,7 @@ from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import read_heldout
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
 from terminalworld.errors import InputError
-from tests.paths import REPO_ROOT
+from tests.paths import RECORDER_SESSIONS, REPO_ROOT
 
 
 def _ids(path):
@@ -61,7 +61,16 @@ def test_heldout_has_no_training_overlap_and_the_seeds_schema(corpus_glob, tmp_p
     assert not {r["repo"] for r in rows} & {t.repo for t in train_trajs}
     assert not {r["instance_id"] for r in rows} & {t.instance_id for t in train_trajs}
     for r in rows:
-        assert list(r) == ["instance_id", "repo", "system", "task", "prefix", "target_cmd", "target_env"]
+        assert list(r) == [
+            "instance_id",
+            "repo",
+            "system",
+            "task",
+            "prefix",
+            "target_cmd",
+            "target_env",
+            "target_class",
+        ]
         t = corpus[r["instance_id"]]
         assert r["prefix"] == [[x.action, x.observation] for x in t.turns[:14]]
         assert (r["target_cmd"], r["target_env"]) == (t.turns[14].action, t.turns[14].observation)
@@ -76,10 +85,15 @@ def test_heldout_has_no_training_overlap_and_the_seeds_schema(corpus_glob, tmp_p
 
 
 def test_heldout_without_training_files_is_zero_shot_but_an_empty_file_is_refused(corpus_glob, tmp_path):
+    from terminalworld.eval.targets import classify_turn
+
     out = str(tmp_path / "zero-shot.jsonl")
-    repos = {t.repo for t in load_trajectories(corpus_glob)}
+    trajs = load_trajectories(corpus_glob)
+    sentinel = [classify_turn(t, 14) == "sentinel" for t in trajs]  # a 15-turn session's last turn submits
+    repos = {t.repo for t, s in zip(trajs, sentinel, strict=True) if not s}
     m = sample_heldout(HeldoutConfig(corpus=[corpus_glob], out=out, n=len(repos), context_turns=14, seed=42))
     assert (m["excluded_repo"], m["excluded_instance"], m["selected"]) == (0, 0, len(repos))
+    assert m["sentinel_target"] == sum(sentinel)
     assert {r["repo"] for r in read_heldout(out)} == repos
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
@@ -256,3 +270,17 @@ def test_heldout_takes_each_repos_smallest_key_and_the_smallest_repos(corpus_glo
     assert chosen_keys == sorted(chosen_keys)
     assert all(min(keys)[0] > chosen_keys[-1] for r, keys in per_repo.items() if r not in repos)
     assert (m["too_short"], m["excluded_repo"], m["excluded_instance"], m["eligible_repos"]) == (2, 3, 1, 7)
+
+
+def test_heldout_never_chooses_a_sentinel_target_and_records_each_class(tmp_path):
+    """Three recorder sessions at 24 context turns: requests-1's 25th turn is the submit echo, so it is
+    not eligible (counted as a sentinel target); the two rows chosen carry their targets' classes."""
+    from terminalworld.eval.targets import classify
+
+    out = tmp_path / "heldout.jsonl"
+    m = sample_heldout(HeldoutConfig(corpus=[str(RECORDER_SESSIONS)], out=str(out), n=2, context_turns=24, seed=0))
+    rows = read_heldout(str(out))
+    assert m["sentinel_target"] == 1 and m["eligible_repos"] == 2
+    assert sorted(r["instance_id"] for r in rows) == ["connect-python-0", "pluggy-5"]
+    assert all(r["target_class"] == classify(r) != "sentinel" for r in rows)
+    assert sum(m["target_classes"].values()) == 2

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from terminalworld.core.formats import load_trajectories
+from terminalworld.core.heldout import read_heldout
 from terminalworld.core.records import MAX_BAD_LINES, BadLine, Tally
 from terminalworld.corpus.sampling import (
     HeldoutConfig,
@@ -18,6 +19,7 @@ from terminalworld.corpus.sampling import (
     sample_key,
 )
 from terminalworld.errors import InputError
+from terminalworld.eval.targets import class_counts
 
 
 @pytest.fixture(scope="module")
@@ -206,11 +208,13 @@ def test_heldout_manifest_counts_every_reason(base_rows, tmp_path, capsys):
         "scanned": 9,
         "malformed": 2,
         "too_short": 1,
+        "sentinel_target": 0,
         "excluded_repo": 1,
         "excluded_instance": 2,
         "eligible": 3,
         "eligible_repos": 2,
         "selected": 2,
+        "target_classes": class_counts(r["target_class"] for r in read_heldout(out)),
         "train_scanned": 3,
         "train_malformed": 1,
         "train_repos": 1,
@@ -226,7 +230,8 @@ def test_too_few_repos_message_gives_every_count(base_rows, tmp_path):
     """Too few eligible repos is an error that counts eligible rows and every reason for exclusion."""
     corpus, train = _mixed_corpus(base_rows, tmp_path)
     want = (
-        r"^only 2 eligible repos \(3 eligible trajectories\) for --n 3: 1 too short, 1 in training repos, "
+        r"^only 2 eligible repos \(3 eligible trajectories\) for --n 3: 1 too short, 0 sentinel targets, "
+        r"1 in training repos, "
         r"2 training instances, 2 malformed$"
     )
     with pytest.raises(InputError, match=want):

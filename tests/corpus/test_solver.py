@@ -1,13 +1,14 @@
 import gzip
 import json
 import subprocess
+from collections import Counter
 
 import pytest
 
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.prompts import TASK_SYSTEM_PROMPT
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, extract_command
-from terminalworld.corpus.recorder import RecordConfig, record_corpus, record_solving
+from terminalworld.corpus.recorder import RecordConfig, record_corpus, record_solving, record_solving_shard
 from terminalworld.corpus.solver import fix_command
 from terminalworld.env.sandbox import SandboxConfig
 
@@ -74,3 +75,16 @@ def test_the_corpus_holds_the_solving_episodes(generated_tasks, tmp_path):
     assert {r["repo"] for r in rows} <= set(manifest["code_trees"]) and all(r["reward"] == 1.0 for r in rows)
     kinds = sorted(t.metadata["task_kind"] for t in load_trajectories(str(tmp_path / "*.jsonl*")))
     assert kinds.count("solve") == 3 and len(kinds) == 5
+
+
+def test_the_solving_episodes_cover_the_ladder_in_stated_numbers(task_ladder, tmp_path):
+    entry = record_solving_shard(str(task_ladder), tmp_path, 0, SandboxConfig(), 2)
+    kinds = Counter(json.loads((task_ladder / "manifest.json").read_text())["tasks"][i]["kind"] for i in range(3))
+    assert entry["trajectories"] == entry["solved"] == 9  # three bugs at three levels
+    assert entry["solved_by_level"] == {"function": 3, "issue": 3, "pinpoint": 3}
+    assert entry["solved_by_kind"] == {k: 3 * n for k, n in sorted(kinds.items())}
+    with gzip.open(tmp_path / "solving.jsonl.gz", "rt") as f:
+        rows = [json.loads(line) for line in f]
+    assert len({r["instance_id"] for r in rows}) == 9
+    issue = next(r for r in rows if r["level"] == "issue")
+    assert issue["instance_id"].startswith("solve-issue-") and "defined in" not in json.dumps(issue["messages"][1])

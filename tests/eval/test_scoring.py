@@ -1,6 +1,7 @@
 """The scorer against an independent full-logits implementation of the span rule, on SmolLM2."""
 
 import json
+import math
 import os
 
 import numpy as np
@@ -12,6 +13,7 @@ from terminalworld.core.heldout import heldout_row, heldout_trajectory
 from terminalworld.core.trajectories import extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.eval.scoring import HFScorer, ScoreConfig, score
+from terminalworld.eval.targets import classify
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +26,7 @@ def heldout(fixtures, tmp_path_factory):
         row["prefix"] = [[c, e[:400]] for c, e in row["prefix"]]
         rows.append(dict(row, instance_id=f"{row['instance_id']}#{k}"))
     gh = load_trajectories(str(fixtures / "mini-swe-agent_b6984ac5/github_issue.traj.json"))[0]
-    gh_row = heldout_row(gh, 4)
+    gh_row = heldout_row(gh, 5)
     gh_row["prefix"] = [[c, e[:400]] for c, e in gh_row["prefix"]]
     rows.append(dict(gh_row, instance_id="github_issue", repo="SWE-agent/test-repo"))
     path = tmp_path_factory.mktemp("heldout") / "heldout.jsonl"
@@ -281,7 +283,7 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
 
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
     # 2500 tokens: the shorter SWE-ZERO row (2406 tokens, "Observation: " at every depth) and the
-    # mini-swe-agent row (1745, no such prefix) are scored, the longer SWE-ZERO row (2655) skipped.
+    # mini-swe-agent row (1855, no such prefix) are scored, the longer SWE-ZERO row (2655) skipped.
     monkeypatch.setattr(smollm2.config, "max_position_embeddings", 2500)
     out = tmp_path / "d.jsonl"
     summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), all_depths=True))
@@ -292,7 +294,7 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
     assert_summary_by_hand(summary, lines)
     families = {
         "rsteube__carapace-849#0": ["find", "find", "ls", "ls"],
-        "github_issue": ["cat", "ls", "ls", "cat", "edit"],
+        "github_issue": ["cat", "ls", "ls", "cat", "edit", "cat"],
     }
     tok = load_tokenizer("smollm2")
     checked = 0
@@ -309,7 +311,7 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
         for d, (n, mean) in zip(got["depths"], reference_depths(smollm2, tok, row), strict=True):
             assert (d["n_target_tokens"], d["mean_nll"]) == (n, pytest.approx(mean, abs=1e-4)), d["depth"]
             checked += 1
-    assert checked == 4 + 5
+    assert checked == 4 + 6
 
 
 def test_unknown_model_is_a_clear_error(heldout, tmp_path):
@@ -555,6 +557,10 @@ def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2
     assert [x["instance_id"] for x in lines if "skipped" in x] == ["empty", "blank"]
     assert all(x["skipped"].startswith("empty target observation") for x in lines[-2:])
     assert summary["n_scored"] == len(rows) and summary["worst"]["instance_id"] not in ("empty", "blank")
+    assert [x["target_class"] for x in lines[-2:]] == ["empty", "empty"]
+    assert all(x["target_class"] == classify(r) for x, r in zip(lines, [*rows, *empty], strict=True))
+    assert sum(c["n"] for c in summary["by_class"].values()) == summary["n_scored"]
+    assert summary["class_counts"]["empty"] == 2
     alone = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(tmp_path / "alone.jsonl")))
     assert {k: summary[k] for k in ("token_weighted_ppl", "median_ppl", "worst")} == {
         k: alone[k] for k in ("token_weighted_ppl", "median_ppl", "worst")
@@ -630,3 +636,20 @@ def test_resuming_under_another_grounding_mode_is_refused(heldout, tmp_path):
     out.write_text(json.dumps(first) + "\n" + json.dumps({"_summary": True, "grounding": "retrieved"}) + "\n")
     with pytest.raises(InputError, match="made with --grounding retrieved"):
         score(ScoreConfig(model_path="no-such-model", heldout=str(path), out=str(out), grounding="replayed"))
+
+
+def test_the_summary_gives_each_class_and_the_headline_on_read_and_predict():
+    """Known rows: the headline pools read and predict only; copy and sentinel are reported beside it."""
+    from terminalworld.eval.scoring import class_summary
+
+    def row(cls, n, nll):
+        return {"target_class": cls, "n_target_tokens": n, "sum_nll": nll, "ppl": math.exp(nll / n)}
+
+    rows = [row("read", 10, 10.0), row("predict", 30, 60.0), row("copy", 100, 1.0), row("sentinel", 5, 0.5)]
+    rows.append({"target_class": "empty", "skipped": "empty target observation"})
+    got = class_summary(rows)
+    assert got["class_counts"] == {"read": 1, "predict": 1, "copy": 1, "sentinel": 1, "empty": 1}
+    assert got["headline"]["n"] == 2 and got["headline"]["tokens"] == 40
+    assert got["headline"]["ppl"] == pytest.approx(math.exp(70.0 / 40))
+    assert got["by_class"]["copy"]["ppl"] == pytest.approx(math.exp(0.01))
+    assert list(got["by_class"]) == ["sentinel", "copy", "read", "predict"]

@@ -34,6 +34,14 @@ def test_the_plan_prints_every_step_with_its_cost_and_starts_nothing(tmp_path, m
     assert gpu.heldout_n >= 40 and gpu.agent_tasks * gpu.attempts >= 32 and gpu.device == "cuda"
     p = pilot.Pilot()
     assert p.heldout_n >= 40 and p.agent_tasks >= 8 and p.attempts >= 4  # the floors
+    # The ladder: at least 24 tasks a level, three levels, a tier-3 loop of at least 12 episodes.
+    assert p.agent_levels == ("issue", "function", "pinpoint") and p.agent_tasks >= 24 and gpu.agent_tasks >= 24
+    assert p.loop_tasks >= 12 and 0 < p.loop_wrong_share < 1 and "sim full-x9-as-agent" in table
+    assert "sim-eval/tier3/full-x9-as-agent@" in out
+    assert (
+        "agent base (issue)" in table and "agent full-x9 (pinpoint)" in table and "agent full-x3 (issue)" not in table
+    )
+    assert "agent-eval/heldout-issue-tasks/assistant-x1@" in out and "terminalworld/tasks/heldout-pinpoint@" in out
 
 
 @pytest.mark.slow_ci
@@ -60,6 +68,7 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         heldout_n=4,
         context_turns=3,
         agent_tasks=2,
+        agent_levels=("issue", "function"),
         attempts=2,
         harness=pilot.SampledEpisodes(max_turns=2, context_tokens=2048, max_tokens_per_turn=16, temperature=0.8),
         sim_heldout_n=2,
@@ -84,9 +93,42 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         ("full", "user"),
     }
     assert [r["name"] for r in doc["process"]] == ["base", "assistant-x1", "assistant-x3", "full-x1", "full-x3"]
-    assert all(set(r["pass_at_k"]) == {"1", "2"} and r["valid_action"] is not None for r in doc["process"])
-    # Every observation of each row at its depth (1-based): 3 context turns and the target.
-    assert [(p["depth"], p["rows"]) for p in doc["depth_curve"]["base"]] == [(d, 4) for d in (1, 2, 3, 4)]
+    assert all(set(r["pass_at_k"]) == {"1", "2"} and r["valid_reply_share"] is not None for r in doc["process"])
+    [issue] = doc["ladder"].values()
+    assert list(doc["ladder"]) == ["issue"] and [m["name"] for m in issue["models"]] == [
+        "base",
+        "assistant-x1",
+        "assistant-x3",
+        "full-x1",
+        "full-x3",
+    ]
+    assert [t["scale"] for t in issue["paired"]] == ["x1", "x3"] and all(t["tasks"] == 2 for t in issue["paired"])
+    # Every observation of each row at its depth (1-based), 3 context turns and the target, classed;
+    # the curve pools the read and predict ones.
+    comp = doc["depth_composition"]
+    n = doc["n_trajectories"]
+    assert sorted(comp) == ["1", "2", "3", "4"] and all(sum(c.values()) == n for c in comp.values())
+    headline = {int(d): c.get("read", 0) + c.get("predict", 0) for d, c in comp.items()}
+    assert [(p["depth"], p["rows"]) for p in doc["depth_curve"]["base"]] == [(d, n) for d, n in headline.items() if n]
+    assert doc["depth_scope"] == "read + predict observations"
+    # Train where you score: every scored row lies within the trained window; each scale states its
+    # real tokens and loss tokens, and what was split.
+    scored = sorted((tmp_path / "prefix" / "sim-ppl-eval").rglob("sim_ppl_*.jsonl"))
+    assert len(scored) == 7  # the base and six checkpoints
+    for path in scored:
+        for line in path.read_text().splitlines():
+            row = json.loads(line)
+            assert row.get("_summary") or "skipped" in row or row["full_len"] <= cfg.seq_len
+    for arm in ("assistant", "full", "user"):
+        cov = doc["training"][arm]
+        assert cov["window"] == cfg.seq_len - 1 and cov["truncated_tokens"] == 0
+        x1, x3 = cov["scales"]["x1"], cov["scales"]["x3"]
+        assert x1["sequences"] <= 2 and x3["sequences"] <= 6 and 0 < x1["real_tokens"] <= x3["real_tokens"]
+        assert 0 < x3["loss_tokens"] <= x3["real_tokens"]
+    assert (
+        doc["training"]["full"]["scales"]["x3"]["loss_tokens"]
+        > doc["training"]["assistant"]["scales"]["x3"]["loss_tokens"]
+    )
     assert len(doc["departures"]) >= 5
     # Every checkpoint went from the HF weights through Levanter and back: a tied-embedding Llama with
     # the chat template, the larger scale continuing the smaller one's run to its own step count.
@@ -105,6 +147,7 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     assert (last_step("full-x1"), last_step("full-x3")) == (1, 5)
     report = Path(graph.report.path(), "report.md").read_text()
     assert "The scale axis" in report and "steps of a fix" in report and "Departures from the write-up" in report
+    assert "What each scale trained on" in report and "headline: read + predict" in report
     # The docs site's Pilot page, from this run's report, built strictly.
     from terminalworld.report.site import DocsBuildConfig, build_docs
     from tests.conftest import REPO_ROOT

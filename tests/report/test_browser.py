@@ -105,7 +105,8 @@ def test_every_page_in_a_real_browser(built_site, server):
     problems: dict[str, list[str]] = {}
     snapshots = SNAPSHOT.parent
     local = [str(REPO_ROOT), str(built_site.root)]
-    local += [f for m in snapshots.glob("*/snapshot.json") for f in json.loads(m.read_text())["from"]]
+    origins = [f for m in snapshots.glob("*/snapshot.json") for f in json.loads(m.read_text())["from"]]
+    local += [f for f in origins if not f.startswith("{MARIN_PREFIX}")]  # a logical origin is what pages show
     pilot = json.loads(next((snapshots / "pilot").rglob("pilot.json")).read_text())
     cells = [f"{c['arm']}-{c['scale']}" for c in pilot["scale_axis"]["cells"]]
     checked_links: dict[str, int] = {}

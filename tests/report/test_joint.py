@@ -73,3 +73,18 @@ def test_points_are_named_in_a_legend_whose_names_never_overlap():
     assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
     plt.close(fig)
     assert joint_figure({"rows": [], "opposite_directions": [], "note": None}) is None
+
+
+def test_the_opposite_directions_table_carries_a_paired_test_per_task():
+    # 24 tasks, one attempt each: assistant solves 8, full solves 2 of them and nothing else.
+    tasks = [f"t{i:02d}" for i in range(24)]
+    a = {t: [1, int(i < 8)] for i, t in enumerate(tasks)}
+    b = {t: [1, int(i < 2)] for i, t in enumerate(tasks)}
+    grades = {"assistant-1M": _g(8 / 24, 0.1, 8, 24) | {"per_task": a}, "full-1M": _g(2 / 24, 0.06, 2, 24)}
+    grades["full-1M"]["per_task"] = b
+    joint = joint_table([_cp("assistant-1M", 3.0), _cp("full-1M", 2.0)], grades)
+    [o] = joint["opposite_directions"]
+    assert (o["paired"]["a_higher"], o["paired"]["b_higher"], o["paired"]["ties"]) == (6, 0, 18)
+    assert o["paired"]["sign_p"] == 2 / 64 and o["paired"]["permutation_p"] == 2 / 64 and o["opposite"]
+    assert joint["rows"][0]["pass_at_k_ci95"]["1"]["value"] == 8 / 24
+    assert "0.0312, 0.0312 (24 tasks)" in joint_markdown(joint)

@@ -98,3 +98,26 @@ def test_steps_of_a_fix_and_the_depth_curve():
             "token_weighted_ppl": pytest.approx(4.0),
         }
     ]
+
+
+def test_c_below_b_with_a_sign_test_that_cannot_tell_them_apart_is_a_tie():
+    cells = [
+        {"arm": arm, "scale": s, "median_ppl": m}
+        for (arm, s), m in {
+            ("assistant", "x1"): 2.0,
+            ("assistant", "x9"): 2.4,
+            ("full", "x1"): 1.8,
+            ("full", "x9"): 1.503,
+            ("user", "x1"): 1.8,
+            ("user", "x9"): 1.497,
+        }.items()
+    ]
+    axis = {
+        "cells": cells,
+        "scales": ["x1", "x9"],
+        "sign_tests": [{"scale": "x9", "x": "full", "y": "user", "p": 0.06}],
+    }
+    third = findings(axis)[2]
+    assert third["holds"] and third["c_b_tie"] and third["c_vs_b_sign_test_p"] == 0.06
+    axis["sign_tests"][0]["p"] = 0.001
+    assert findings(axis)[2]["c_b_tie"] is False

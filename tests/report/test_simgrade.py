@@ -59,3 +59,37 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     (tmp_path / "cut.jsonl").write_text(json.dumps({"instance_id": "x"}) + "\n")
     with pytest.raises(InputError, match="no summary row last"):
         read_sims([f"a={tmp_path / 'cut.jsonl'}"])
+
+
+def test_tier_three_shows_its_confusion_table_and_says_when_one_outcome_is_all_there_is(tmp_path):
+    from terminalworld.report.simgrade import ONE_OUTCOME
+
+    c = {"real_solved_sim_solved": 5, "real_solved_sim_failed": 1, "real_failed_sim_solved": 2}
+    c["real_failed_sim_failed"] = 4
+    b = dict.fromkeys(c, 0) | {"real_solved_sim_solved": 6, "real_failed_sim_solved": 6}
+    both = _summary(3, episodes=12, wrong_share=0.5, real_outcomes_both=True, confusion=c, belief_confusion=b)
+    md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", both)])))
+    assert "| full | 50% | 5 | 1 | 2 | 4 | 6 | 6 |" in md and ONE_OUTCOME not in md
+    one = both | {"real_outcomes_both": False, "wrong_share": None}
+    md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", one)])))
+    assert "| full | — | 5 |" in md and ONE_OUTCOME in md
+    assert "real ✓ sim ✓" not in sim_markdown(sim_table(read_sims([_write(tmp_path, "a.t3", _summary(3))])))
+
+
+def test_tiers_one_and_two_show_the_headline_and_each_class(tmp_path):
+    by_class = {"sentinel": {"n": 2, "exact_match": 1.0, "similarity": 1.0}, "copy": {"n": 0}}
+    by_class |= {"read": {"n": 2, "exact_match": 0.0, "similarity": 0.2}}
+    by_class |= {"predict": {"n": 1, "exact_match": 0.0, "similarity": 0.1}}
+    headline = {"n": 3, "exact_match": 0.0, "similarity": 0.5 / 3}
+    t = sim_table(read_sims([_write(tmp_path, "full.t1", _summary(1, by_class=by_class, headline=headline))]))
+    md = sim_markdown(t)
+    assert "| model | headline exact match | headline similarity | sentinel | copy | read | predict |" in md
+    assert "| full | 0% | 0.167 (3) | 1.000 (2) | — (0) | 0.200 (2) | 0.100 (1) |" in md
+
+
+def test_a_checkpoint_graded_as_its_own_agent_is_a_row_of_its_own(tmp_path):
+    pairs = [_write(tmp_path, "full-x9.t3", _summary(3)), _write(tmp_path, "full-x9-as-agent.t3", _summary(3))]
+    t = sim_table(read_sims(pairs))
+    assert set(t["checkpoints"]) == {"full-x9", "full-x9-as-agent"}
+    assert "| full-x9-as-agent | 2 | 0.300 | 2 | 50% |" in sim_markdown(t)
+    assert len(sim_plots(t, str(tmp_path))) == 1  # the divergence plot, both loops in it

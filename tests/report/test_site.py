@@ -69,11 +69,12 @@ def test_result_page_reproduce_section_matches_provenance(tmp_path):
     assert "uv run python experiments/local_demo.py --run" in page
     # Artifacts by their logical path: the machine that built the snapshot is nowhere on the page.
     assert f"`{{MARIN_PREFIX}}/{record['name']}/{VERSION}`" in page
-    assert record["output_path"] not in page and "MARIN_PREFIX=/" not in page
+    assert record["output_path"].startswith("{MARIN_PREFIX}/") and "MARIN_PREFIX=/" not in page
+    assert not _machine_paths(page, [])
     for dep, _, rec in upstream(find_reports(str(REPORT))[0]):
         name, version = dep.rsplit("@", 1)
         assert f"| `{dep}` | `{{MARIN_PREFIX}}/{name}/{version}` | {rec['provenance']['base_commit']} |" in page
-        assert rec["output_path"] not in page
+        assert not _machine_paths(rec["output_path"], [])
     assert (
         f"sim-ppl-eval/sim_ppl_base@{VERSION}" in record["deps"]
         and f"agent-eval/heldout-tasks/base@{VERSION}" in record["deps"]
@@ -148,7 +149,10 @@ def test_snapshot_copies_the_report_and_its_upstream_records(tmp_path):
         f"terminalworld/reports/world-model-probe@{VERSION}"
     ]
     origin = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"][0]
-    assert origin not in page and f"`{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}`" in page
+    assert (
+        not _machine_paths(origin, [])
+        and f"`{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}`" in page
+    )
     _build(docs, [str(REPORT)], snapshot=str(dest))  # a snapshot replaces an earlier one
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "notes.txt").write_text("mine")
@@ -308,7 +312,8 @@ def test_no_page_shows_a_machine_path_without_a_browser(built_site):
     """The browser test's machine-path check on every generated page's text and on the search index
     (what the search box shows), read from the files: it runs where chromium is missing, where the
     browser test is skipped."""
-    local = [str(REPO_ROOT), str(built_site.root), *json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"]]
+    origins = json.loads((SNAPSHOT / SNAPSHOT_MANIFEST).read_text())["from"]
+    local = [str(REPO_ROOT), str(built_site.root), *(o for o in origins if not o.startswith("{MARIN_PREFIX}"))]
     pages = sorted(built_site.site.rglob("*.html"))
     found = {}
     for page in pages:
@@ -393,3 +398,48 @@ def test_docs_site_experiment_wires_the_demo_report():
         "terminalworld/reports/world-model-probe",
         "terminalworld/reports/echo-miniature",
     ]
+
+
+def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
+    """A snapshot holds the rows of its held-out, score, agent and simulator artifacts, gzipped, and
+    its records and manifest name the prefix logically."""
+    import gzip
+
+    from terminalworld.report.site import SNAPSHOT_ROWS_BUDGET
+
+    prefix = tmp_path / "prefix"
+    shutil.copytree(SNAPSHOT, prefix)
+    rows = {}
+    for record in prefix.rglob(RECORD):
+        name = json.loads(record.read_text())["name"]
+        if name.startswith(("heldout/", "sim-ppl-eval/")):
+            body = f'{{"instance_id": "{name}", "path": "{prefix}/x"}}\n'.encode()
+            (record.parent / "rows.jsonl").write_bytes(body)
+            rows[record.parent.relative_to(prefix)] = body
+        rec = json.loads(record.read_text())
+        rec["output_path"] = f"/srv/elsewhere/{rec['name']}/{rec['version']}"  # a machine that is gone
+        record.write_text(json.dumps(rec))
+    assert rows
+    docs = copy_docs(tmp_path)
+    dest = docs / "snapshots" / "demo"
+    _build(docs, [str(prefix / REPORT.relative_to(SNAPSHOT))], snapshot=str(dest))
+    for rel, body in rows.items():
+        assert gzip.decompress((dest / rel / "rows.jsonl.gz").read_bytes()) == body
+    manifest = json.loads((dest / SNAPSHOT_MANIFEST).read_text())
+    assert len(manifest["rows"]) == len(rows) and 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
+    assert manifest["from"] == [f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"]
+    for path in [*dest.rglob(RECORD), dest / SNAPSHOT_MANIFEST]:
+        text = path.read_text()
+        assert not _machine_paths(text, [str(tmp_path)]), path
+    record = json.loads((dest / REPORT.relative_to(SNAPSHOT) / RECORD).read_text())
+    assert record["output_path"] == f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"
+
+
+def test_committed_snapshots_name_no_machine_path_and_say_whether_they_hold_rows():
+    """Every record and manifest of the committed snapshots names paths logically; a snapshot taken
+    before rows travelled says so in its manifest."""
+    for snap in (SNAPSHOT.parent / "local-demo", SNAPSHOT.parent / "pilot"):
+        for path in [*snap.rglob(RECORD), snap / SNAPSHOT_MANIFEST]:
+            assert not _machine_paths(path.read_text(), []), path
+        manifest = json.loads((snap / SNAPSHOT_MANIFEST).read_text())
+        assert manifest["rows"] or "rows not kept" in manifest["rows_note"]

@@ -131,3 +131,48 @@ def test_a_closed_loop_file_under_another_grounding_mode_is_not_resumed(task, tm
     cfg = SimEvalConfig(model_path="fixture", out=str(out), tasks=str(task.parent), grounding="hybrid")
     with pytest.raises(InputError, match="--grounding none"):
         loop_file(cfg, None)  # refused before any episode runs
+
+
+def test_the_confusion_table_counts_real_against_simulated_solves():
+    from terminalworld.sim.closed_loop import LoopEpisode, confusion
+
+    assert confusion([True, True, False, False], [True, False, True, False]) == dict.fromkeys(
+        ("real_solved_sim_solved", "real_solved_sim_failed", "real_failed_sim_solved", "real_failed_sim_failed"), 1
+    )
+    episodes = [LoopEpisode("a", "submitted", reward=1.0), LoopEpisode("b", "submitted", reward=0.0)]
+    episodes.append(LoopEpisode("c", "limits_exceeded", reward=0.0))
+    s = loop_summary(episodes, [1.0, 0.0, 1.0], [])
+    assert s["real_outcomes_both"] and s["confusion"] == {
+        "real_solved_sim_solved": 1,
+        "real_solved_sim_failed": 1,
+        "real_failed_sim_solved": 0,
+        "real_failed_sim_failed": 1,
+    }
+    assert s["belief_confusion"]["real_failed_sim_solved"] == 1 and s["belief_confusion"]["real_solved_sim_solved"] == 1
+    assert not loop_summary(episodes[:1], [1.0], [])["real_outcomes_both"]
+
+
+def test_a_solver_with_seeded_wrong_fixes_gives_both_real_outcomes(task_ladder):
+    from terminalworld.corpus.solver import wrong_fix
+    from terminalworld.tasks.layout import task_order
+
+    tasks = task_order(str(task_ladder / "function"))
+    seed, share = 3, 0.5
+    wrong = [wrong_fix(seed, t.name, share) for t in tasks]
+    episodes, real = [], []
+    for t, w in zip(tasks, wrong, strict=True):
+        script = [action_message(s) for s in plan(t, random.Random(seed), wrong=w)]
+        episodes.append(
+            closed_loop_episode(agent=ScriptedAgent(script), simulator=Mirror(t), task_dir=t, harness=HARNESS)
+        )
+        real.append(real_episode(agent=ScriptedAgent(script), task_dir=t, harness=HARNESS)[0])
+    assert real == [0.0 if w else 1.0 for w in wrong] and 0 < sum(wrong) < len(wrong)
+    s = loop_summary(episodes, real, [])
+    # A faithful simulator: the solves agree with the real ones, and the agent submitted every time.
+    assert s["confusion"] == {
+        "real_solved_sim_solved": len(wrong) - sum(wrong),
+        "real_solved_sim_failed": 0,
+        "real_failed_sim_solved": 0,
+        "real_failed_sim_failed": sum(wrong),
+    }
+    assert s["belief_confusion"]["real_failed_sim_solved"] == sum(wrong) and s["outcome_agreement"] < 1.0

@@ -207,3 +207,51 @@ def test_resuming_under_another_grounding_mode_is_refused(setup, tmp_path):
         sim_eval(_cfg(path, out, grounding="hybrid"))
     assert out.read_text() == before
     assert evaluate_file(_cfg(path, out), Simulator(renderer, Constant([1], stop))) == s
+
+
+def test_the_headline_is_read_and_predict_so_the_sentinel_cannot_win_it(setup, tmp_path):
+    from terminalworld.eval.targets import classify
+    from terminalworld.sim.evaluate import summarize
+
+    path, rows, _, _ = setup
+
+    def row(cls, sim):
+        scores = {"exact_match": sim == 1.0, "similarity": sim, "line_f1": sim, "degenerate": False}
+        return {"target_class": cls, "family": "x", "bucket": "<=200", "generated": "g", "capped": False} | scores
+
+    # A simulator that prints the submit echo wins its two sentinel rows and nothing else.
+    results = [row("sentinel", 1.0), row("sentinel", 1.0), row("read", 0.2), row("read", 0.2), row("predict", 0.1)]
+    s = summarize(results, _cfg(path, tmp_path / "x.jsonl"), "m")
+    assert s["exact_match"] == pytest.approx(0.4) and s["headline"]["exact_match"] == 0.0
+    assert s["headline"]["n"] == 3 and s["headline"]["similarity"] == pytest.approx(0.5 / 3)
+    assert {c: v["n"] for c, v in s["by_class"].items()} == {"sentinel": 2, "copy": 0, "read": 2, "predict": 1}
+    # Each evaluated row records its class by the one rule.
+    out = tmp_path / "c.jsonl"
+    renderer = Renderer(load_tokenizer("smollm2"))
+    evaluate_file(_cfg(path, out), Simulator(renderer, Constant([], stop_ids(renderer.tokenizer))))
+    classes = [json.loads(x).get("target_class") for x in out.read_text().splitlines()[:-1]]
+    assert classes == [classify(r) for r in rows]
+
+
+def test_rows_served_together_give_the_rows_served_one_at_a_time(setup, tmp_path):
+    """`--batch-size`: rows go to the generator together (one call, left-padded batches); the
+    oracle still scores exactly 1 at every depth, and SmolLM2's greedy rows equal the rows made one
+    at a time."""
+    path, rows, renderer, stop = setup
+    full = [renderer.render(heldout_trajectory(r)).input_ids.tolist() for r in rows]
+    for batch in (1, 3):
+        s = evaluate_file(
+            _cfg(path, tmp_path / f"o{batch}.jsonl", all_depths=True, batch_size=batch),
+            Simulator(renderer, Oracle(full, stop)),
+        )
+        assert s["exact_match"] == 1.0 and all(v["exact_match"] == 1.0 for v in s["by_depth"].values())
+    model = load_hf_model(local_model_path("smollm2"), "float32")
+    files = []
+    for batch in (1, 4):
+        out = tmp_path / f"m{batch}.jsonl"
+        generator = HFGenerator(model, stop=stop, pad=stop[0], batch_size=batch)
+        evaluate_file(
+            _cfg(path, out, max_new_tokens=5, batch_size=batch), Simulator(renderer, generator, max_new_tokens=5)
+        )
+        files.append(out.read_text())
+    assert files[0] == files[1] and len(files[0].splitlines()) == len(rows) + 1

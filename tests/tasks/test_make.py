@@ -3,9 +3,15 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
+
+from terminalworld.agent import process
+from terminalworld.corpus.recorder import record_solving
+from terminalworld.corpus.solver import wrong_fix
 from terminalworld.env.codetrees import discover_code_trees, module_name
+from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.tasks import layout
-from terminalworld.tasks.make import MakeTasksConfig, make_tasks
+from terminalworld.tasks.make import CHANGE_HINTS, LEVELS, MakeTasksConfig, make_tasks
 
 
 def _files(task: Path) -> dict[str, bytes]:
@@ -79,3 +85,75 @@ def test_module_names():
     assert module_name("a/b/__init__.py") == "a.b"
     assert module_name("a/b.py") == "a.b"
     assert module_name("a-b/c.py") is None
+
+
+def test_the_ladder_holds_the_same_bugs_with_more_help_at_each_level(task_ladder):
+    suites = {level: json.loads((task_ladder / level / "manifest.json").read_text()) for level in LEVELS}
+    top = json.loads((task_ladder / "manifest.json").read_text())
+    assert top["levels"] == list(LEVELS) and len(top["tasks"]) == 3
+    for level, suite in suites.items():
+        assert suite["level"] == level and [t | {"level": level} for t in top["tasks"]] == suite["tasks"]
+        assert [p.name for p in layout.task_order(str(task_ladder / level))] == [t["task_id"] for t in top["tasks"]]
+    for entry in top["tasks"]:
+        tasks = {level: task_ladder / level / entry["task_id"] for level in LEVELS}
+        files = {level: _files(t) for level, t in tasks.items()}
+        for level in LEVELS:  # only the instruction and the level differ
+            differ = {k for k in files[level] if files[level][k] != files["function"][k]}
+            assert differ == (set() if level == "function" else {"instruction.md", "task.toml"})
+            meta = tomllib.loads((tasks[level] / "task.toml").read_text())["metadata"]
+            assert meta["level"] == level and meta["wrong_output"] == entry["wrong_output"]
+        text = {level: (t / "instruction.md").read_text() for level, t in tasks.items()}
+        buggy = (tasks["issue"] / layout.REPO_DIR / entry["path"]).read_text().splitlines()[entry["line"] - 1].strip()
+        # issue: the call and its wrong output, no file, no reproduction command, no line.
+        assert entry["wrong_output"] in text["issue"] and entry["function"] in text["issue"]
+        assert entry["path"] not in text["issue"] and "Reproduce" not in text["issue"]
+        assert entry["path"] in text["function"] and "Reproduce" in text["function"]
+        assert buggy not in text["function"] and f"line {entry['line']}" not in text["function"]
+        assert (
+            text["pinpoint"].startswith(text["function"])
+            and f"line {entry['line']} of `{entry['path']}`" in text["pinpoint"]
+        )
+        assert buggy in text["pinpoint"] and CHANGE_HINTS[entry["kind"]] in text["pinpoint"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_known_answers_at_every_level(task_ladder, workdir, level):
+    """At each level: the bugged repository (nop) scores 0, the oracle 1, and the scripted solver
+    exactly the episodes it fixes right; its steps of a fix are the ones its commands reach."""
+    share, seed = 0.5, 3
+    for task in layout.task_order(str(task_ladder / level)):
+        for solve in (False, True):  # the bugged repository (what nop leaves), then the oracle
+            with layout.repo_copy(task, dir=str(workdir)) as copy:
+                assert layout.verify(task, copy, solve=solve) == float(solve)
+        wrong = wrong_fix(seed, task.name, share)
+        episode = record_solving(task, seed, SandboxConfig(), wrong=wrong)
+        assert episode.metadata["reward"] == float(not wrong) and episode.metadata["level"] == level
+        messages = [m for t in episode.turns for m in ({"role": "assistant", "content": t.action}, _obs(t))]
+        diff = _git_diff_after(task, episode)
+        steps = process.trial_steps(
+            pairs=process.commands_and_outputs(messages), bug=process.bug_location(task), diff=diff, solved=not wrong
+        )
+        # The solver greps for the definition (the file found where the level hides it), reads the
+        # function, reproduces the call and edits the buggy line, right or wrong.
+        assert steps == dict.fromkeys(process.STEPS, True) | {
+            "file_found": True if level == "issue" else None,
+            "line_shown": None if level == "pinpoint" else True,
+            "solved": not wrong,
+            "valid_reply_share": None,
+        }
+    picked = [wrong_fix(seed, t.name, share) for t in layout.task_order(str(task_ladder / level))]
+    assert 0 < sum(picked) < len(picked)  # both outcomes present at this seed
+
+
+def _obs(turn):
+    return {"role": "user", "content": turn.observation}
+
+
+def _git_diff_after(task: Path, episode) -> str:
+    """The diff the episode's commands leave: its fix command replayed on a fresh copy."""
+    from terminalworld.core.trajectories import extract_command
+
+    fix = next(c for c in map(extract_command, (t.action for t in episode.turns)) if c.startswith("sed -i "))
+    with layout.repo_copy(task) as repo:
+        subprocess.run(["bash", "-c", fix], cwd=repo, check=True)
+        return _git(repo, "diff", "--no-color")

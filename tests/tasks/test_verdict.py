@@ -30,8 +30,10 @@ def test_verdict_by_hand():
 
 
 def test_the_sandbox_never_sees_the_expected_values():
-    blind = json.loads(layout.blind_cases([{"id": "a", "args": "(1,)", "expected": "3", "kind": "FAIL_TO_PASS"}]))
-    assert blind == [{"id": "a", "args": "(1,)", "kind": "FAIL_TO_PASS"}]
+    cases = [{"id": "b", "args": "(2,)", "expected": "4", "kind": "PASS_TO_PASS"}]
+    cases += [{"id": "a", "args": "(1,)", "expected": "3", "kind": "FAIL_TO_PASS"}]
+    # Neither the values nor which cases fail (their kind, their order) reach the sandbox.
+    assert json.loads(layout.blind_cases(cases)) == [{"id": "a", "args": "(1,)"}, {"id": "b", "args": "(2,)"}]
 
 
 # Each payload runs when the verifier imports the bugged module, as the agent's edited code would.

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from terminalworld.core.records import iter_part, iter_records
+from terminalworld.core.records import dumps_row, iter_part, iter_records
 from terminalworld.pipeline.zephyr import Workers
-from terminalworld.train.render_rows import RenderConfig, render_file
+from terminalworld.train.render_rows import RenderConfig, render_file, split_row
 from terminalworld.train.tokenize_job import TokenizeJob, range_parts, tokenize_sharded
 
 
@@ -66,9 +66,7 @@ def test_range_parts_cut_records_not_lines(inputs):
 def test_sharded_rows_are_the_single_process_rows(inputs, tmp_path, shard_rows):
     pattern, n = inputs
     single = render_file(
-        RenderConfig(
-            tokenizer="qwen3", inputs=[pattern], out=str(tmp_path / "single.jsonl.gz"), arm="assistant", max_len=4000
-        )
+        RenderConfig(tokenizer="qwen3", inputs=[pattern], out=str(tmp_path / "single.jsonl.gz"), arm="assistant")
     )
     job = TokenizeJob(
         inputs=[pattern],
@@ -82,12 +80,16 @@ def test_sharded_rows_are_the_single_process_rows(inputs, tmp_path, shard_rows):
     stats = tokenize_sharded(job, Workers(count=1))
     shards = sorted((tmp_path / "job" / "rows").glob("rows-*.jsonl.gz"))
     assert len(shards) == -(-(n + 2) // shard_rows)
-    assert _lines(shards) == _lines([tmp_path / "single.jsonl.gz"])
+    # The job's rows are the single pass's, each longer than the window split by the one rule.
+    whole = [json.loads(line) for line in _lines([tmp_path / "single.jsonl.gz"])]
+    want = [dumps_row(piece).rstrip("\n").encode() for row in whole for piece in split_row(row, 4000)]
+    assert _lines(shards) == want
     # Both passes count and name the same two failures and never stop.
     assert stats["examples"] == single["examples"] == n
     assert stats["failed"] == single["failed"] == {"malformed record": 1, "template rewrites a message": 1}
     assert [(f["line"], f["instance_id"]) for f in stats["failures"]] == [(7, None), (8, "think-0")]
-    assert stats["pack"]["documents"] == n and stats["tokens"] == single["tokens"]
+    assert stats["pack"]["documents"] + stats["pack"]["untrained"] == len(want)
+    assert stats["tokens"] == single["tokens"]
     packed = [r.value for r in iter_records(str(tmp_path / "job" / "packed" / "*.jsonl.gz"))]
     assert all(len(p["input_ids"]) == 8192 for p in packed)
 
@@ -115,3 +117,34 @@ def test_a_killed_job_resumes_by_shard(inputs, tmp_path):
     }
     packed = [r.value for r in iter_records(str(tmp_path / "packed" / "*.jsonl.gz"))]
     assert all(set(p["loss_weights"]) <= {0.0, 1.0} for p in packed)
+
+
+def test_split_row_keeps_every_token_in_order():
+    from terminalworld.train.render_rows import RenderStats, split_row
+
+    row = {"instance_id": "t", "input_ids": list(range(10)), "loss_weights": [0, 0, 1, 1, 1, 0, 1, 1, 0, 1]}
+    stats = RenderStats()
+    pieces = split_row(row, 4, stats)
+    assert [p["input_ids"] for p in pieces] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [p["loss_weights"] for p in pieces] == [[0, 0, 1, 1], [1, 0, 1, 1], [0, 1]]
+    assert [p["instance_id"] for p in pieces] == ["t#0", "t#1", "t#2"]
+    assert (stats.split_examples, stats.split_pieces) == (1, 3)
+    assert split_row(row, 10, stats) == [row] and stats.split_examples == 1
+
+
+def test_rows_longer_than_the_window_are_split_not_cut(inputs, tmp_path):
+    """At a 600-token window every longer trajectory is split: the rows files hold every rendered
+    token (the uncut render's count) and nothing is truncated."""
+    pattern, n = inputs
+    whole = render_file(
+        RenderConfig(tokenizer="qwen3", inputs=[pattern], out=str(tmp_path / "whole.jsonl.gz"), arm="assistant")
+    )
+    job = TokenizeJob(
+        inputs=[pattern], out=str(tmp_path / "job"), arm="assistant", tokenizer="qwen3", max_len=600, seq_len=1024
+    )
+    stats = tokenize_sharded(job, Workers(count=1))
+    rows = [r.value for r in iter_records(str(tmp_path / "job" / "rows" / "*.jsonl.gz"))]
+    assert stats["truncated_tokens"] == 0 and stats["split_examples"] > 0
+    assert all(len(r["input_ids"]) <= 600 for r in rows)
+    assert sum(len(r["input_ids"]) for r in rows) == whole["tokens"] == stats["tokens"]
+    assert len(rows) == n - stats["split_examples"] + stats["split_pieces"]

@@ -181,6 +181,13 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     out = Path(cfg.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     python = runtime.harbor_python()
+    served = (cfg.agent == "model" and not cfg.endpoint) + (
+        cfg.environment == "simulated" and cfg.simulator is not None and not cfg.simulator_endpoint
+    )
+    if served:  # each model served here batches on its own thread: they split the cores
+        from terminalworld.core.threads import set_threads
+
+        set_threads(sharing=served)
     with _endpoint(cfg) as endpoint, _simulator(cfg) as simulator:
         spec = job_spec(cfg, out=out, endpoint={**endpoint, **simulator}, bwrap=bwrap)
         # The loopback port changes between runs; Harbor resumes only an identical config.

@@ -1,44 +1,78 @@
 """The steps of a fix, per trial: an agent grade that says something where pass@1 is 0.
 
-Small agents rarely finish a fix, so each trial records how far it got, read from the agent's own
-commands (its `trajectory.json`) and from the verifier (the diff it found and the reward):
+Small agents rarely finish a fix, so each trial records how far it got. Each step is defined on
+what the agent obtained beyond its prompt, read from its own commands and the observations they
+caused (its `trajectory.json`), and from the verifier (the diff it found and the reward); a name
+the agent copied from its instruction reaches nothing. An observation counts for a piece of text
+only when the agent's command that caused it does not itself hold that text (an `echo` of the
+prompt shows nothing new):
 
-- `valid_action`: the agent ran at least one command (a reply with exactly one bash block);
-- `file_localised`: a command names the bug's file (its path or file name), or a search command
-  (grep, rg, git grep, find) printed its path;
-- `function_localised`: a command names the bug's function, or printed its definition
-  (`def NAME(`), as reading the file or a range of it does;
-- `reproduced`: a command runs Python and names the bug's function (the failing call);
+- `file_found`: an observation shows the bug's file: a line naming its path and the function
+  (`grep -rn 'def f' .`), or a short output (at most 3 lines) naming the path (`grep -rl`,
+  printing a module's `__file__`);
+- `body_shown`: observations show the bug's function: its `def` line and at least 80 % of its other
+  non-blank lines (the bugged source, each line stripped);
+- `line_shown`: an observation shows the buggy line (the bugged file's line the bug starts at);
+- `reproduced`: a Python command naming the function printed the wrong output the issue reports as
+  a line of its own (or, for an exception, the exception's name);
+- `edited_lines`: the diff at submission changes a line the reference fix changes (for a fix that
+  only inserts, the lines either side of the insertion);
 - `edited_file`: the diff at submission touches the bug's file;
 - `diff`: the diff at submission is non-empty;
 - `solved`: the verifier's reward is a solve.
 
-The diff is what the task's verifier (`tests/test.sh`) records before it runs the cases
-(`verifier/submission.diff`), so it is the repository as submitted, for every agent alike. Harbor's
+What the level's instruction already gave is not counted (`tasks.make.LEVELS`): a step whose
+evidence the instruction holds (the file's path for `file_found`, the quoted line for
+`line_shown`) is None, unknowable, at that level, and lines of the function the instruction quotes
+are left out of `body_shown`'s count. The localisation steps are `LOCALISATION`.
+
+A valid action has one definition: a reply holding exactly one bash block. Per trial,
+`valid_reply_share` is the share of the agent's replies that are valid (None for an agent without
+replies: Harbor's `nop` and `oracle`).
+
+The diff is the one the host computes from the trial's repository copy when the verifier's folder
+is downloaded (`verifier/submission.diff`, `tasks.submission`), so it is the repository as
+submitted, for every agent alike, and no file the sandbox wrote. Harbor's
 own agents leave no trajectory; their commands are known: `nop` runs none, `oracle` runs the
-solution script and nothing else, so each scores exactly what its commands do. Where the bug's
-file and function are unknown (a task not made by `tasks make`), the flags that need them are None.
+solution script and nothing else, so each scores exactly what its commands do. Where the bug is
+unknown (a task not made by `tasks make`), the steps that need it are None.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
 import stat
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, extract_command
+from terminalworld.tasks import layout
 
-STEPS = ("valid_action", "file_localised", "function_localised", "reproduced", "edited_file", "diff", "solved")
+STEPS = (
+    "file_found",
+    "body_shown",
+    "line_shown",
+    "reproduced",
+    "edited_lines",
+    "edited_file",
+    "diff",
+    "solved",
+)
+LOCALISATION = ("file_found", "body_shown", "line_shown")
+BODY_SHARE = 0.8  # of the function's lines an agent must have been shown for `body_shown`
+SHORT_OUTPUT_LINES = 3
 SUBMISSION_DIFF = "submission.diff"
 MAX_READ = 4 << 20  # bytes of a trial file the sandbox could have written; more is read as absent
 ORACLE_COMMANDS = ("bash /solution/solve.sh",)
-SEARCH = re.compile(r"(^|[\s|;&(])(grep|egrep|rg|find|git\s+grep|ag|ack)\b")
 PYTHON = re.compile(r"(^|[\s|;&(/])python[0-9.]*\b")
 DIFF_FILE = re.compile(r"^diff --git a/(.+?) b/", re.M)
+HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@")
+RAISED = re.compile(r"raised (\w+)")
 
 
 def read_capped(path: Path) -> str | None:
@@ -56,17 +90,78 @@ def read_capped(path: Path) -> str | None:
     return None if len(data) > MAX_READ else data.decode("utf-8", errors="replace")
 
 
-def bug_location(task_dir: Path) -> dict[str, str] | None:
-    """The bug's file (`path`, relative to the repository root) and `function`, from a generated
-    task's `task.toml`; None when the task does not say."""
+@dataclass(frozen=True)
+class Bug:
+    """What the grade knows of a generated task's bug: its file (`path`, relative to the repository
+    root), `function`, the buggy `line`'s text, the function's non-blank lines (`body`, stripped),
+    the wrong output the issue reports, the bugged-file lines the reference fix changes, and the
+    instruction the agent was given."""
+
+    path: str
+    function: str
+    line: str
+    body: tuple[str, ...]
+    wrong_output: str | None
+    fix_lines: frozenset[int]
+    instruction: str
+
+
+def bug_location(task_dir: Path) -> Bug | None:
+    """The bug of a generated task, from its `task.toml`, repository, reference fix and instruction
+    (files the host wrote); None when the task does not say."""
     text = read_capped(task_dir / "task.toml")
     try:
         meta = tomllib.loads(text or "").get("metadata", {})
     except tomllib.TOMLDecodeError:
         return None
-    if not isinstance(meta.get("path"), str) or not isinstance(meta.get("function"), str):
+    path, function, line = meta.get("path"), meta.get("function"), meta.get("line")
+    if not isinstance(path, str) or not isinstance(function, str) or not isinstance(line, int):
         return None
-    return {"path": meta["path"], "function": meta["function"]}
+    source = read_capped(task_dir / layout.REPO_DIR / path) or ""
+    lines = source.splitlines()
+    body: tuple[str, ...] = ()
+    try:
+        node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == function)
+        body = tuple(x.strip() for x in lines[node.lineno - 1 : node.end_lineno] if x.strip())
+    except (SyntaxError, StopIteration):
+        pass
+    try:
+        fix = changed_lines(layout.solution_patch(task_dir), path)
+    except (OSError, AttributeError):
+        fix = frozenset()
+    wrong = meta.get("wrong_output")
+    return Bug(
+        path=path,
+        function=function,
+        line=lines[line - 1].strip() if 0 < line <= len(lines) else "",
+        body=body,
+        wrong_output=wrong if isinstance(wrong, str) else None,
+        fix_lines=fix,
+        instruction=read_capped(task_dir / "instruction.md") or "",
+    )
+
+
+def changed_lines(diff: str, path: str) -> frozenset[int]:
+    """The lines of file `path` (numbered as before the diff) that a unified `git diff` changes: each
+    removed line, and for an insertion the lines either side of it."""
+    lines: set[int] = set()
+    current, old, replacing = None, 0, False
+    for text in diff.splitlines():
+        if text.startswith("diff --git "):
+            m = DIFF_FILE.match(text)
+            current = m.group(1) if m else None
+        elif (h := HUNK.match(text)) is not None:
+            old, replacing = int(h.group(1)), False
+        elif current != path or text.startswith(("---", "+++")):
+            continue
+        elif text.startswith("-"):
+            lines.add(old)
+            old, replacing = old + 1, True
+        elif text.startswith("+") and not replacing:  # a pure insertion: the lines around it
+            lines.update((old - 1, old))
+        elif text.startswith(" "):
+            old, replacing = old + 1, False
+    return frozenset(lines)
 
 
 def commands_and_outputs(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -85,8 +180,19 @@ def commands_and_outputs(messages: list[dict[str, Any]]) -> list[tuple[str, str]
     return pairs
 
 
+def replies(messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """(replies, valid replies) of an episode: a valid action is a reply with exactly one bash block."""
+    said = [str(m.get("content", "")) for m in messages if m.get("role") == "assistant"]
+    return len(said), sum(extract_command(t) is not None for t in said)
+
+
 def _names(text: str, word: str) -> bool:
     return re.search(rf"(?<![\w]){re.escape(word)}(?![\w])", text) is not None
+
+
+def _shown(pairs: list[tuple[str, str]], text: str) -> bool:
+    """Whether an observation shows `text` that its own command did not hold."""
+    return bool(text) and any(text in out and text not in command for command, out in pairs)
 
 
 def diff_files(diff: str) -> list[str]:
@@ -94,36 +200,66 @@ def diff_files(diff: str) -> list[str]:
     return DIFF_FILE.findall(diff)
 
 
+def _file_found(pairs: list[tuple[str, str]], bug: Bug) -> bool:
+    for command, out in pairs:
+        if _names(command, bug.path):
+            continue
+        hits = [x for x in out.splitlines() if _names(x, bug.path)]
+        if any(_names(x, bug.function) for x in hits) or (hits and len(out.strip().splitlines()) <= SHORT_OUTPUT_LINES):
+            return True
+    return False
+
+
+def _body_shown(pairs: list[tuple[str, str]], bug: Bug) -> bool | None:
+    if not bug.body:
+        return None
+    head, rest = bug.body[0], [x for x in bug.body[1:] if x not in bug.instruction]
+    if head not in bug.instruction and not _shown(pairs, head):
+        return False
+    return sum(_shown(pairs, x) for x in rest) >= BODY_SHARE * len(rest)
+
+
+def _reproduced(pairs: list[tuple[str, str]], bug: Bug) -> bool | None:
+    if bug.wrong_output is None:
+        return None
+    m = RAISED.fullmatch(bug.wrong_output)
+
+    def shows(out: str) -> bool:  # the exception's name, or the value as a whole line (`print(repr(...))`)
+        return _names(out, m.group(1)) if m else bug.wrong_output.strip() in (x.strip() for x in out.splitlines())
+
+    return any(PYTHON.search(command) and _names(command, bug.function) and shows(out) for command, out in pairs)
+
+
 def trial_steps(
-    *, pairs: list[tuple[str, str]], bug: dict[str, str] | None, diff: str | None, solved: bool | None
-) -> dict[str, bool | None]:
-    """The steps of a fix one trial reached (see the module docstring); None where unknown."""
-    known = bug is not None
-    path, function = (bug["path"], bug["function"]) if known else ("", "")
-    name = os.path.basename(path)
-    file_hit = function_hit = reproduced = False
-    for command, output in pairs:
-        if known and (_names(command, path) or _names(command, name) or (SEARCH.search(command) and path in output)):
-            file_hit = True
-        if known and (_names(command, function) or f"def {function}(" in output):
-            function_hit = True
-        if known and PYTHON.search(command) and _names(command, function):
-            reproduced = True
-    touched = diff_files(diff) if diff is not None else None
-    return {
-        "valid_action": bool(pairs),
-        "file_localised": file_hit if known else None,
-        "function_localised": function_hit if known else None,
-        "reproduced": reproduced if known else None,
-        "edited_file": (path in touched) if known and touched is not None else None,
-        "diff": bool(diff.strip()) if diff is not None else None,
-        "solved": solved,
-    }
+    *,
+    pairs: list[tuple[str, str]],
+    bug: Bug | None,
+    diff: str | None,
+    solved: bool | None,
+    replies: tuple[int, int] | None = None,
+) -> dict[str, Any]:
+    """The steps of a fix one trial reached (see the module docstring), None where unknown or given
+    by the instruction, and the trial's `valid_reply_share` from its (replies, valid replies)."""
+    steps: dict[str, Any] = dict.fromkeys(STEPS)
+    if bug is not None:
+        steps["file_found"] = None if bug.path in bug.instruction else _file_found(pairs, bug)
+        steps["body_shown"] = _body_shown(pairs, bug)
+        steps["line_shown"] = None if not bug.line or bug.line in bug.instruction else _shown(pairs, bug.line)
+        steps["reproduced"] = _reproduced(pairs, bug)
+        if diff is not None:
+            steps["edited_file"] = bug.path in diff_files(diff)
+            steps["edited_lines"] = bool(bug.fix_lines & changed_lines(diff, bug.path)) if bug.fix_lines else None
+    steps["diff"] = bool(diff.strip()) if diff is not None else None
+    steps["solved"] = solved
+    n, valid = replies or (0, 0)
+    steps["valid_reply_share"] = valid / n if n else None
+    return steps
 
 
 def trial_process(trial_dir: Path, *, agent: str, tasks: Path | None, solved: bool | None) -> dict[str, bool | None]:
     """The steps of a fix of one Harbor trial folder: the agent's commands from its trajectory
     (or Harbor's own agents' known commands), the diff the verifier recorded, the task's bug."""
+    said = None
     if agent == "nop":
         pairs: list[tuple[str, str]] = []
     elif agent == "oracle":
@@ -132,13 +268,14 @@ def trial_process(trial_dir: Path, *, agent: str, tasks: Path | None, solved: bo
         text = read_capped(trial_dir / "agent" / "trajectory.json")
         try:
             messages = json.loads(text)["messages"] if text else []
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
             messages = []
-        pairs = commands_and_outputs(messages if isinstance(messages, list) else [])
+        messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+        pairs, said = commands_and_outputs(messages), replies(messages)
     task = _task_name(trial_dir)
     bug = bug_location(tasks / task) if tasks is not None and task else None
     diff = read_capped(trial_dir / "verifier" / SUBMISSION_DIFF)
-    return trial_steps(pairs=pairs, bug=bug, diff=diff, solved=solved)
+    return trial_steps(pairs=pairs, bug=bug, diff=diff, solved=solved, replies=said)
 
 
 def _task_name(trial_dir: Path) -> str | None:
@@ -152,9 +289,9 @@ def _task_name(trial_dir: Path) -> str | None:
 
 def rates(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
     """Per step, the share of scored trials that reached it (over those where it is known) and the
-    count it is over."""
+    count it is over; and the mean over scored trials of the share of valid replies."""
     out = {}
-    for s in STEPS:
+    for s in (*STEPS, "valid_reply_share"):
         vals = [r["process"][s] for r in rows if r.get("scored") and r.get("process", {}).get(s) is not None]
         out[s] = {"rate": sum(vals) / len(vals) if vals else None, "n": len(vals)}
     return out

@@ -1,14 +1,17 @@
 """Trial rows and the summary of a Harbor job: pass@1 with its standard error, unbiased pass@k,
 and Marin's accounting of scored, unscored and errored trials.
 
-Errors are split as Marin's Harbor runner splits them: an agent error (timeout, context length,
-non-zero exit) is the agent's failure and is scored with whatever the verifier found; an
-infrastructure error (environment start, LLM transport) says nothing about the agent and leaves the
-trial unscored. One departure from Marin: a verifier that failed after the agent ran (it timed out,
-wrote no reward, an unreadable or refused one) is a failed submission, scored 0, since the code under
-test runs inside the verifier and can cause each of these; unscored, an agent could take its
-failures out of pass@1's denominator. `harbor_result.json` keeps Marin's field names so Marin's
-tooling reads ours.
+Errors are split as Marin's Harbor runner splits them, with one rule on top: only a failure of the
+machinery may leave a trial unscored, and each such kind is named here. An agent error (timeout,
+context length, non-zero exit) is the agent's failure and is scored with whatever the verifier
+found. An infrastructure error leaves the trial unscored, since it says nothing about the agent:
+a failure before the agent's first command (`SETUP_PHASES`: the environment's or the agent's start,
+which nothing the agent did can cause), or one of `INFRASTRUCTURE_ERRORS` (the model's or the
+simulator's transport, a cancelled job, a host without a sandbox). Anything else is a failed
+submission, scored 0: the verifier failed on what the agent left (it timed out, wrote no reward, an
+unreadable or refused one, its folders could not be set up), or any error no kind names, since
+unscored an agent could take its own failures out of pass@1's denominator. `harbor_result.json`
+keeps Marin's field names so Marin's tooling reads ours.
 """
 
 from __future__ import annotations
@@ -35,23 +38,36 @@ AGENT_ERRORS = frozenset(
 )
 
 
-SUBMISSION_ERRORS = frozenset(
+INFRASTRUCTURE_ERRORS = frozenset(
     {
-        "VerifierTimeoutError",
-        "RewardFileNotFoundError",
-        "RewardFileEmptyError",
-        "VerifierOutputParseError",
-        "DownloadVerifierDirError",
+        "CancelledError",  # the job was interrupted
+        "KeyboardInterrupt",
+        "SandboxUnavailable",  # no sandbox on this host
+        "EnvironmentStartTimeoutError",
+        # The model's or the simulator's endpoint (urllib, http.client, sockets).
+        "URLError",
+        "HTTPError",
+        "RemoteDisconnected",
+        "IncompleteRead",
+        "ConnectionRefusedError",
+        "ConnectionResetError",
     }
 )
+SETUP_PHASES = ("environment_setup", "agent_setup")  # an error before `agent_execution` started
 
 
-def error_kind(exc: str | None) -> str | None:
-    """Whose failure a trial's exception is: the agent's, the submission's (the verifier failed on
-    the code it ran; scored 0) or the infrastructure's (unscored)."""
+def error_kind(exc: str | None, result: dict[str, Any] | None = None) -> str | None:
+    """Whose failure a trial's exception is: the agent's (scored with its reward), the
+    infrastructure's (unscored: a named kind, or raised before the agent ran, read from Harbor's
+    trial `result`) or the submission's (everything else; scored 0)."""
     if exc is None:
         return None
-    return "agent" if exc in AGENT_ERRORS else "submission" if exc in SUBMISSION_ERRORS else "infrastructure"
+    if exc in AGENT_ERRORS:
+        return "agent"
+    started = bool(((result or {}).get("agent_execution") or {}).get("started_at"))
+    if exc in INFRASTRUCTURE_ERRORS or (result is not None and not started):
+        return "infrastructure"
+    return "submission"
 
 
 def trial_row(result: dict[str, Any]) -> dict[str, Any]:
@@ -62,7 +78,7 @@ def trial_row(result: dict[str, Any]) -> dict[str, Any]:
     rewards = verifier.get("rewards") or {}
     agent = result.get("agent_result") or {}
     meta = agent.get("metadata") or {}
-    kind = error_kind(exc)
+    kind = error_kind(exc, result)
     scored = (bool(rewards) and kind in (None, "agent")) or kind == "submission"
 
     def seconds(phase: str) -> float | None:
@@ -136,9 +152,7 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
     attempted = n_tasks * n_attempts
     errors["infrastructure:no_result_written"] += attempted - len(rows)
     solved = sum(x >= SOLVED for x in rewards)
-    # Replies that held exactly one bash block: what a model too weak to solve anything still shows.
-    turns = sum(r.get("turns") or 0 for r in rows if r.get("format_errors") is not None)
-    valid = 1 - sum(r["format_errors"] for r in rows if r.get("format_errors") is not None) / turns if turns else None
+    steps = process.rates(rows)
     return {
         "dataset": dataset,
         "benchmark_trials": attempted,
@@ -152,8 +166,12 @@ def summarize(rows: list[dict[str, Any]], *, n_attempts: int, n_tasks: int, data
         "pass_at_1": mean,
         "pass_at_1_stderr": stderr,
         "pass_at_k": at_k,
-        "valid_action_rate": valid,
-        "process": process.rates(rows),
+        # Per task [scored attempts, solves]: what paired comparisons between checkpoints need (`compare`).
+        "per_task": {t: [len(v), sum(x >= SOLVED for x in v)] for t, v in sorted(by_task.items())},
+        # One definition (`process`): per trial the share of replies with exactly one bash block,
+        # averaged over scored trials: what a model too weak to solve anything still shows.
+        "valid_action_rate": steps["valid_reply_share"]["rate"],
+        "process": steps,
         "tasks": n_tasks,
         "n_attempts": n_attempts,
         "agent_errors": sum(v for k, v in errors.items() if k.startswith("agent:")),

@@ -3,11 +3,17 @@
 The local stand-in for vLLM's server: the Harbor agent talks to both the same way. It renders the
 messages with the checkpoint's own chat template, generates (`core.decoding.hf_sample`: greedy at
 temperature 0, else pure temperature sampling with the request's seed), and answers 400 with "maximum context length" when the prompt and the
-requested tokens do not fit, as vLLM does. One request at a time (the model is shared).
+requested tokens do not fit, as vLLM does. Concurrent requests (a Harbor job's trials, a
+simulator's episodes) are batched (`core.batching`: greedy requests collected for a few ms and
+generated together, left-padded; a sampled one alone, so its seed means what it did one at a time).
+
+Run in process (`serving`) or as a process of its own (`python -m terminalworld.agent.serve`), which
+takes its share of the cores (`core.threads`) and reports it at `GET /health`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 from contextlib import contextmanager
@@ -15,22 +21,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from terminalworld.core.assets import load_hf_model, load_tokenizer
-from terminalworld.core.decoding import hf_sample
+from terminalworld.core.batching import DynamicBatcher
+
+MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
 
 
 class ChatModel:
     """A causal LM with its tokenizer and template: `complete(request)` → an OpenAI response body."""
 
-    def __init__(self, path: str, *, context_tokens: int, dtype: str = "float32"):
+    def __init__(self, path: str, *, context_tokens: int, dtype: str = "float32", max_batch: int = MAX_BATCH):
         self.tokenizer = load_tokenizer(path)
         self.model = load_hf_model(path, dtype).eval()
         self.context_tokens = context_tokens
-        self.lock = threading.Lock()
+        eos = self.model.generation_config.eos_token_id
+        eos = self.tokenizer.eos_token_id if eos is None else eos
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        self.batcher = DynamicBatcher(
+            self.model, pad=pad, stop=eos if isinstance(eos, list) else [eos], max_batch=max_batch
+        )
 
     def complete(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(HTTP status, body) for one chat-completions request."""
-        import torch
-
         text = self.tokenizer.apply_chat_template(request["messages"], add_generation_prompt=True, tokenize=False)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         max_new = int(request.get("max_tokens") or 256)
@@ -40,17 +51,12 @@ class ChatModel:
                 f"{len(ids)} and {max_new} more were requested."
             )
             return 400, {"error": {"message": message, "type": "BadRequestError"}}
-        with self.lock:
-            out = hf_sample(
-                self.model,
-                torch.tensor([ids]),
-                attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                max_new_tokens=max_new,
-                temperature=float(request.get("temperature") or 0.0),
-                seed=int(request.get("seed") or 0),
-                pad=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
-            )
-        new = out[0].tolist()
+        new = self.batcher.generate(
+            ids,
+            max_new_tokens=max_new,
+            temperature=float(request.get("temperature") or 0.0),
+            seed=int(request.get("seed") or 0),
+        )
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         body = {
             "object": "chat.completion",
@@ -61,8 +67,20 @@ class ChatModel:
         return 200, body
 
 
-def _handler(model: ChatModel) -> type[BaseHTTPRequestHandler]:
+def _handler(model: ChatModel, name: str) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            route = self.path.rstrip("/")
+            if route.endswith("/models"):  # as vLLM lists its model: the readiness check
+                self._send(200, {"object": "list", "data": [{"id": name, "object": "model"}]})
+            elif route == "/health":
+                import torch
+
+                threads = {"torch_threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
+                self._send(200, {**threads, "max_batch": model.batcher.max_batch, "batches": model.batcher.batches})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
         def do_POST(self) -> None:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
@@ -89,9 +107,9 @@ def _handler(model: ChatModel) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(model: ChatModel):
-    """Serve `model` on 127.0.0.1 at a free port for the duration; yields the base URL (…/v1)."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(model))
+def serving(model: ChatModel, name: str = "model", port: int = 0):
+    """Serve `model` on 127.0.0.1 at `port` (0: a free one) for the duration; yields the base URL (…/v1)."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(model, name))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -99,3 +117,27 @@ def serving(model: ChatModel):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve a checkpoint as a process of its own until killed; prints the base URL once ready."""
+    from terminalworld.core.threads import set_threads
+
+    p = argparse.ArgumentParser(prog="python -m terminalworld.agent.serve", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, help="checkpoint folder, GGUF file or asset name")
+    p.add_argument("--served-model-name", default="model")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--context-tokens", type=int, default=32768)
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--max-batch", type=int, default=MAX_BATCH)
+    p.add_argument("--sharing", type=int, default=1, help="busy model processes sharing this one's cores")
+    args = p.parse_args(argv)
+    set_threads(args.sharing)
+    model = ChatModel(args.model, context_tokens=args.context_tokens, dtype=args.dtype, max_batch=args.max_batch)
+    with serving(model, args.served_model_name, args.port) as url:
+        print(url, flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -41,18 +41,22 @@ def task_suite(
     unseen_in: Subsets | None = None,
     size: int = 0,
     per_repo: int = 1,
+    level: str = "function",
     version: str,
 ) -> TaskSet:
-    """`n` generated tasks, at most `per_repo` from one repository; with `unseen_in`, only from repos
-    absent from its subset of `size`."""
+    """`n` generated tasks, at most `per_repo` from one repository, at `level` of the ladder
+    (`tasks.make.LEVELS`, or "ladder": every level, one suite per level inside; the same seed gives
+    the same bugs at every level); with `unseen_in`, only from repos absent from its subset of `size`."""
     config = lambda ctx: MakeTasksConfig(  # noqa: E731
         out=ctx.output_path,
         n=n,
         seed=seed,
         exclude_repos_from=[unseen_in.at(ctx, artifacts.subset_file(size))] if unseen_in else [],
         per_repo=per_repo,
+        level=level,
     )
-    return TaskSet(config_step(artifacts.tasks(purpose), make_tasks, config, version=version, deps=[unseen_in]))
+    name = artifacts.tasks(purpose if level == "function" else f"{purpose}-{level}")
+    return TaskSet(config_step(name, make_tasks, config, version=version, deps=[unseen_in]))
 
 
 def local_grade(
@@ -62,9 +66,11 @@ def local_grade(
     tasks: TaskSet,
     harness: Episodes | HarnessConfig,
     n_attempts: int = 1,
+    benchmark: str = "heldout-tasks",
     version: str,
 ) -> AgentGrade:
-    """`model`'s agent grade on the generated tasks, in process on loopback, every command in the sandbox."""
+    """`model`'s agent grade on the generated tasks, in process on loopback, every command in the
+    sandbox (`benchmark` names the suite in the artifact's path: one per level of the ladder)."""
     config = lambda ctx: AgentEvalConfig(  # noqa: E731
         tasks=tasks.at(ctx),
         out=ctx.output_path,
@@ -73,7 +79,7 @@ def local_grade(
         n_attempts=n_attempts,
         **asdict(harness),
     )
-    name = artifacts.agent_grade("heldout-tasks", model_name)
+    name = artifacts.agent_grade(benchmark, model_name)
     return AgentGrade(
         config_step(name, agent_eval, config, version=version, deps=[model, tasks]), model_name=model_name
     )

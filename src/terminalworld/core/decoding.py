@@ -4,6 +4,8 @@ The in-process chat server (the agent's local endpoint), the ECHO rollouts and t
 all sample through `hf_sample`, so they share one policy and it matches what vLLM's
 `SamplingParams(temperature=t, top_k=-1, top_p=1.0)` does on a GPU: no top-k and no top-p, which
 transformers would otherwise take from the model's generation config (top-k 50 by default).
+A process that generates without an entry point that chose its threads gets its share of the cores
+(`core.threads`) on its first call.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def hf_sample(
     prefilled."""
     import torch
 
+    from terminalworld.core.threads import ensure_threads
+
+    ensure_threads()
     sampled = temperature > 0
     ends = {} if stop is None else {"eos_token_id": stop}
     if past_key_values is not None:

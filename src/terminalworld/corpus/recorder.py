@@ -18,6 +18,7 @@ import json
 import os
 import random
 import tomllib
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,11 +137,12 @@ def record_corpus(cfg: RecordConfig) -> dict[str, Any]:
     return manifest
 
 
-def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Trajectory:
-    """Run the solver's episode for `task` in the sandbox and grade it with the task's verifier."""
+def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig, *, wrong: bool = False) -> Trajectory:
+    """Run the solver's episode for `task` in the sandbox (a wrong fix when `wrong`) and grade it
+    with the task's verifier."""
     rng = random.Random(f"{seed}:{task.name}")
     meta = tomllib.loads((task / "task.toml").read_text())["metadata"]
-    steps = plan(task, rng)
+    steps = plan(task, rng, wrong=wrong)
     with layout.repo_copy(task, prefix="tw-solve-", dir=workspace_root()) as repo:
         sandbox = Sandbox(str(repo), sandbox_config)
         turns = []
@@ -149,19 +151,32 @@ def record_solving(task: Path, seed: int, sandbox_config: SandboxConfig) -> Traj
             normalize_times(repo)
             turns.append(Turn(action_message(step), OBSERVATION_PREFIX + result.output))
         reward = layout.verify(task, repo)
+    level = meta.get("level", "function")
     return Trajectory(
-        instance_id=f"solve-{task.name}",
+        instance_id=f"solve-{task.name}" if level == "function" else f"solve-{level}-{task.name}",
         repo=meta["repo"],
         system=TASK_SYSTEM_PROMPT,
         task=(task / "instruction.md").read_text(),
         turns=tuple(turns),
         format=FORMAT,
         metadata={"exit_status": "submitted", "source_version": meta["source_version"], "task_kind": "solve"}
-        | {"reward": reward, "task_id": task.name, "bug_kind": meta["bug_kind"]},
+        | {"reward": reward, "task_id": task.name, "bug_kind": meta["bug_kind"], "level": level}
+        | {"wrong_fix": wrong},
     )
 
 
 SOLVING = "solving.jsonl.gz"
+
+
+def solving_tasks(tasks_dir: Path) -> list[Path]:
+    """The task folders of a suite, or of every level of a ladder (`tasks make --level ladder`:
+    a suite per level under `<level>/`), levels in the ladder's order."""
+    path = tasks_dir / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.is_file() else {}
+    # A ladder's top manifest names its levels; each level's own manifest also names its `level`.
+    levels = manifest.get("levels", []) if "level" not in manifest else []
+    roots = [tasks_dir / level for level in levels] if levels else [tasks_dir]
+    return [p for root in roots for p in sorted(root.iterdir()) if (p / "task.toml").is_file()]
 
 
 def record_solving_shard(
@@ -169,7 +184,7 @@ def record_solving_shard(
 ) -> dict[str, Any]:
     """One solving episode per task folder of `tasks_dir` into `{out}/solving.jsonl.gz` (kept if
     present, so a recording resumes); its manifest entry, with the repos and how many were solved."""
-    tasks = sorted(p for p in Path(tasks_dir).iterdir() if (p / "task.toml").is_file())
+    tasks = solving_tasks(Path(tasks_dir))
     if not tasks:
         raise InputError(f"--tasks {tasks_dir}: no task folder inside")
     path = out / SOLVING
@@ -187,6 +202,11 @@ def record_solving_shard(
         "path": path.name,
         "trajectories": len(rows),
         "solved": solved,
+        # What the solving episodes cover: the ladder's levels and the kinds of bug, solved ones only.
+        "solved_by_level": dict(
+            sorted(Counter(r.get("level", "function") for r in rows if r["reward"] >= 1.0).items())
+        ),
+        "solved_by_kind": dict(sorted(Counter(r["bug_kind"] for r in rows if r["reward"] >= 1.0).items())),
         "sha256": sha,
         "repos": [r["repo"] for r in rows],
     }

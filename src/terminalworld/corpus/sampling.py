@@ -14,6 +14,9 @@ file is literally the first 10K lines of the 100K file).
 Held-out set (`sample_heldout`). The training subsets' repos and instance ids are collected
 first; then one pass over the corpus keeps, per eligible repo, its smallest-key trajectory, and the
 n repos whose candidates have the smallest keys are written in key order in the held-out schema (`core.heldout`).
+A trajectory whose target is a sentinel (`eval.targets`: the submit echo, a fixed output of the
+policy) is not eligible: its tokens would measure the template, not the terminal. Each row records
+its target's class (`target_class`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from terminalworld.core.heldout import heldout_row, observed_prefix
 from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dumps_row, expand_all, tallied, write_json
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
+from terminalworld.eval.targets import class_counts, classify_turn, sentinel_turn
 from terminalworld.options import int_list, option
 from terminalworld.pipeline.artifacts import subset_file
 
@@ -241,10 +245,17 @@ def eligibility(
         tally.counts["excluded_repo"] += 1
     elif traj.instance_id in ids:
         tally.counts["excluded_instance"] += 1
+    elif sentinel_turn(traj, cfg.context_turns):
+        tally.counts["sentinel_target"] += 1
     else:
         tally.counts["eligible"] += 1
         return True
     return False
+
+
+def classed_row(traj: Trajectory, context_turns: int) -> dict[str, Any]:
+    """The held-out row of a trajectory with its target's class (`eval.targets`)."""
+    return {**heldout_row(traj, context_turns), "target_class": classify_turn(traj, context_turns)}
 
 
 def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
@@ -262,7 +273,7 @@ def sample_heldout(cfg: HeldoutConfig) -> dict[str, Any]:
         if eligibility(rec, traj, cfg, train_repos, train_ids, tally):
             key = sample_key(cfg.seed, traj.instance_id, rec.file, rec.line)
             if traj.repo not in best or key < best[traj.repo][0]:
-                best[traj.repo] = (key, position, heldout_row(traj, cfg.context_turns))
+                best[traj.repo] = (key, position, classed_row(traj, cfg.context_turns))
     chosen = sorted(best.values(), key=lambda c: c[:2])[: cfg.n]
     return write_heldout(cfg, [row for *_, row in chosen], tally, train_tally, train_repos, train_ids, len(best))
 
@@ -281,7 +292,8 @@ def write_heldout(
     if eligible_repos < cfg.n:
         raise InputError(
             f"only {eligible_repos} eligible repos ({tally.counts['eligible']} eligible trajectories) for --n {cfg.n}: "
-            f"{tally.counts['too_short']} too short, {tally.counts['excluded_repo']} in training repos, "
+            f"{tally.counts['too_short']} too short, {tally.counts['sentinel_target']} sentinel targets, "
+            f"{tally.counts['excluded_repo']} in training repos, "
             f"{tally.counts['excluded_instance']} training instances, {tally.counts['malformed']} malformed"
         )
     with atomic_jsonl(cfg.out) as f:
@@ -296,11 +308,13 @@ def write_heldout(
         "scanned": tally.counts["scanned"],
         "malformed": tally.counts["malformed"],
         "too_short": tally.counts["too_short"],
+        "sentinel_target": tally.counts["sentinel_target"],
         "excluded_repo": tally.counts["excluded_repo"],
         "excluded_instance": tally.counts["excluded_instance"],
         "eligible": tally.counts["eligible"],
         "eligible_repos": eligible_repos,
         "selected": len(rows),
+        "target_classes": class_counts(r["target_class"] for r in rows),
         "train_scanned": train_tally.counts["scanned"],
         "train_malformed": train_tally.counts["malformed"],
         "train_repos": len(train_repos),

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from terminalworld.core.formats import trajectories_of
-from terminalworld.core.heldout import heldout_row
 from terminalworld.core.records import (
     FilePart,
     Tally,
@@ -51,6 +50,7 @@ from terminalworld.corpus.sampling import (
     SubsetsConfig,
     check_heldout,
     check_train,
+    classed_row,
     count_ids,
     digest64,
     eligibility,
@@ -300,7 +300,7 @@ def _candidate_shard(index: int, spec: Spec, *, cfg: HeldoutConfig, train: str) 
             continue
         best[traj.repo] = cand
         if bar is None or cand <= bar:
-            rows[traj.repo] = heldout_row(traj, cfg.context_turns)
+            rows[traj.repo] = classed_row(traj, cfg.context_turns)
         else:
             rows.pop(traj.repo, None)
         if len(rows) > 2 * cfg.n:

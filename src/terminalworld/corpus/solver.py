@@ -3,7 +3,10 @@
 For one task (`terminalworld tasks make`), the policy finds the function, reads it, runs the
 issue's reproduction, fixes the bug with `sed -i` edits (the reverse of the injected bug, line for
 line), re-reads the edit, re-runs the reproduction, checks `git diff` and submits, under the task
-system prompt (which, unlike the exploration prompt, offers `python3`). Seeded per task. The
+system prompt (which, unlike the exploration prompt, offers `python3`). Seeded per task. With
+`wrong=True` the same episode makes a wrong fix instead: it rewrites the buggy line unchanged but
+for a trailing comment, so the diff touches the right line and the bug stays (`wrong_fix` picks
+those episodes for a stated share, seeded). The
 recorder runs it into the corpus's solving episodes (`corpus.recorder.record_solving`), and the
 closed loop's scripted agent replays it (`sim.evaluate`).
 """
@@ -51,8 +54,14 @@ def _function_span(source: str, function: str) -> tuple[int, int]:
     return node.lineno, node.end_lineno
 
 
-def plan(task: Path, rng: random.Random) -> list[Step]:
-    """The episode's commands for the task folder `task`."""
+def wrong_fix(seed: int, task: str, share: float) -> bool:
+    """Whether the solver's episode on `task` makes a wrong fix, for a share `share` of tasks: a
+    uniform draw seeded by (seed, task), so the same seed picks the same tasks."""
+    return random.Random(f"wrong:{seed}:{task}").random() < share
+
+
+def plan(task: Path, rng: random.Random, *, wrong: bool = False) -> list[Step]:
+    """The episode's commands for the task folder `task` (a wrong fix when `wrong`)."""
     meta = tomllib.loads((task / "task.toml").read_text())["metadata"]
     path, function, module = meta["path"], meta["function"], meta["module"]
     repo = task / layout.REPO_DIR
@@ -81,11 +90,17 @@ def plan(task: Path, rng: random.Random) -> list[Step]:
                 f"nl -ba {path} | sed -n '{around[0]},{around[1]}p'",
             )
         )
+    lines = bugged.splitlines()
+    if wrong:  # the buggy line kept, with a comment: a diff at the right place that fixes nothing
+        at = min(changed[0], len(lines)) - 1
+        fixed_lines = [*lines[:at], lines[at] + "  # checked", *lines[at + 1 :]]
+    else:
+        fixed_lines = fixed.splitlines()
     steps += [
         Step(
             f"The result differs from the expected `{case['expected']}` because of the logic at line {changed[0]} of "
             f"`{path}`. Let me fix it.",
-            fix_command(path, bugged.splitlines(), fixed.splitlines()),
+            fix_command(path, lines, fixed_lines),
         ),
         Step("Let me re-read the edited lines.", f"sed -n '{around[0]},{around[1] + 2}p' {path}"),
         Step("Let me re-run the reproduction to confirm the fix.", repro),

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import os
-import re
-import sys
 from dataclasses import dataclass, replace
 
+from terminalworld.core.terminal import for_terminal
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.errors import InputError
 from terminalworld.options import option
-
-# C0 controls but newline and tab, DEL, and C1 controls: what a terminal would act on (ESC and OSC
-# sequences set titles, write the clipboard, clear the screen).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def inert(text: str) -> str:
-    """`text` with every control character a terminal acts on written as a visible escape (`\\x1b`)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 @dataclass(frozen=True)
@@ -34,7 +24,7 @@ class ExecConfig:
 
 def exec_main(cfg: ExecConfig) -> int:
     """Run `cfg.command` in a sandbox over `cfg.repo`, print exactly what an agent would see (output,
-    truncation and limit notes; on a terminal with control characters escaped, `inert`, so that the
+    truncation and limit notes; on a terminal with control characters escaped, `core.terminal`, so that the
     command cannot drive the operator's terminal) and return its exit status. On a root host the folder is lent to the
     sandbox's uid for the command and given back to its owner afterwards."""
     if not os.path.isdir(cfg.repo):
@@ -48,5 +38,5 @@ def exec_main(cfg: ExecConfig) -> int:
         result = sandbox.run(" ".join(cfg.command))
     finally:
         sandbox.give_back(owner.st_uid, owner.st_gid)
-    print(inert(result.output) if sys.stdout.isatty() else result.output, end="", flush=True)
+    print(for_terminal(result.output), end="", flush=True)
     return result.returncode

@@ -21,6 +21,7 @@ import os
 import re
 import select
 import signal
+import stat
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ class Launched:
     init: int | None
     group: cgroup.Group | None
     token: int | None = None  # its entry in `scratch.at_termination`, which ends it at SIGTERM
+    pid: int | None = None  # the host pid of the sandbox's pid 1, while `init` is open
     _pidfd: threading.Lock = field(default_factory=threading.Lock, repr=False)  # `kill` and `end` share it
 
     def kill(self) -> None:
@@ -57,6 +59,28 @@ class Launched:
             if self.init is not None:
                 with contextlib.suppress(ProcessLookupError):
                     signal.pidfd_send_signal(self.init, signal.SIGKILL)
+
+    def unlinked_open_bytes(self, devices: set[int]) -> int:
+        """The blocks of the regular files on `devices` that the sandbox's processes (those in its pid
+        namespace) hold open after unlinking them: space a walk cannot see, freed when they close."""
+        try:
+            ns = os.readlink(f"/proc/{self.pid}/ns/pid") if self.pid is not None else None
+        except OSError:
+            ns = None
+        held: dict[tuple[int, int], int] = {}
+        for pid in filter(str.isdigit, os.listdir("/proc") if ns else []):
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") != ns:
+                    continue
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    st = os.stat(f"/proc/{pid}/fd/{fd}")
+                    if st.st_nlink == 0 and stat.S_ISREG(st.st_mode) and st.st_dev in devices:
+                        held[st.st_dev, st.st_ino] = st.st_blocks * 512
+        return sum(held.values())
 
     def end(self) -> None:
         """Kill every process of the sandbox and return once all are gone (reaped, group empty)."""
@@ -85,6 +109,15 @@ def _map_root(pid: int, uid: int, gid: int) -> None:
     for name, value in (("uid_map", f"0 {uid} 1\n"), ("setgroups", "deny\n"), ("gid_map", f"0 {gid} 1\n")):
         with open(f"/proc/{pid}/{name}", "w") as f:
             f.write(value)
+
+
+def _oom_first(pid: int) -> None:
+    """Make `pid` (and what it forks) the OOM killer's first pick. Written by a host with
+    CAP_SYS_RESOURCE (root), the value is also the floor the kernel lets the process's descendants
+    lower it to; an unprivileged host's write is only the start value (the shell inside writes it
+    too), which a command may lower back to 0."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/oom_score_adj", "w") as f:
+        f.write("1000\n")
 
 
 def launch(
@@ -128,7 +161,9 @@ def launch(
             # bwrap waits on the block pipe, so its pid 1 is alive and has not forked yet.
             pid = int(m.group(1))
             launched.init = os.pidfd_open(pid)
+            launched.pid = pid
             _map_root(pid, *ids)
+            _oom_first(pid)
             if group is not None:
                 group.add(pid)
         with contextlib.suppress(BrokenPipeError):

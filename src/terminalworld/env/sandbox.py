@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, replace
 
 from terminalworld.env import cgroup, copies, launch, walk
+from terminalworld.env.disk import WalkedCap
 from terminalworld.env.output import Output
 from terminalworld.errors import InputError, SandboxUnavailable
 
@@ -297,17 +298,6 @@ class Sandbox:
             for path in [self.repo_dir, *self.binds.values()]:
                 walk.give_tree(path, uid, gid)
 
-    def _bytes(self, *, unlock: bool = False) -> int:
-        return sum(walk.tree_bytes(p, unlock=unlock) for p in [self.repo_dir, *self.binds.values()])
-
-    def _over_disk(self, cfg: SandboxConfig) -> bool:
-        """Whether the copy grew past the cap while a command runs (a tree moved under the walk is
-        measured again at the next poll, and exactly once the command is gone)."""
-        try:
-            return self._bytes() - self._base_bytes > cfg.disk_bytes
-        except walk.TreeChanged:
-            return False
-
     def claim_repo(self) -> None:
         """Give the repository copy and the bound folders to the sandbox's host uid (on a root host)
         and take their size as the base of the disk cap (fitting their tmpfs caps to it). Call it
@@ -317,18 +307,23 @@ class Sandbox:
                 walk.give_tree(path, *self._ident)
         for mount in self._mounts:
             copies.fit(mount, self.config.disk_bytes)
-        self._base_bytes = 0 if self._mounts else self._bytes(unlock=True)
+        if not self._mounts:
+            self._walked = WalkedCap([self.repo_dir, *self.binds.values()], self.config.disk_bytes)
 
     def argv(self, command: str) -> list[str]:
         """What bwrap runs inside for `command`: an outer shell sets the limits (no capability inside
-        can raise a hard limit again), then runs the command in a fresh bash exactly as given."""
+        can raise a hard limit again), then runs the command in a fresh bash exactly as given. Under
+        the walk's disk cap no file may grow past what is left of the cap (RLIMIT_FSIZE), so one
+        write cannot overshoot it between two polls."""
         cfg = self.config
+        file_bytes = cfg.max_file_bytes if self._mounts else min(cfg.max_file_bytes, self._walked.file_budget())
+        self._file_bytes = file_bytes  # below `max_file_bytes`, a file that meets it meets the disk cap
 
         def cap(kind: int, value: int) -> int:
             hard = resource.getrlimit(kind)[1]
             return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
-        limits = f"-f {cap(resource.RLIMIT_FSIZE, cfg.max_file_bytes) // 1024} -c 0"
+        limits = f"-f {cap(resource.RLIMIT_FSIZE, file_bytes) // 1024} -c 0"
         limits += f" -v {cap(resource.RLIMIT_AS, cfg.memory_bytes) // 1024}"
         limits += f" -u {cap(resource.RLIMIT_NPROC, cfg.max_processes)}"
         # The soft CPU limit is a second below the hard one, so SIGXCPU comes first, which shells name.
@@ -364,7 +359,7 @@ class Sandbox:
                     stopped = "time"
                     break
                 if now >= next_poll:
-                    if self._over_disk(cfg):
+                    if self._walked.over_while_running(started):
                         stopped = "disk"
                         break
                     # Measuring a huge tree takes long: never spend most of the time measuring.
@@ -388,10 +383,7 @@ class Sandbox:
                 self._idle.notify_all()
         returncode = proc.returncode
         output, elided = out.render()
-        if self._mounts:
-            over = any(copies.full(m) for m in self._mounts)
-        else:
-            over = self._bytes(unlock=os.geteuid() != 0) - self._base_bytes > cfg.disk_bytes
+        over = any(copies.full(m) for m in self._mounts) if self._mounts else self._walked.over_after()
         seen = out.first + "\n" + out.last
         hit = {
             "time": stopped == "time",
@@ -401,6 +393,8 @@ class Sandbox:
             "cpu": returncode == 128 + signal.SIGXCPU or "CPU time limit exceeded" in seen,
             "file_size": returncode == 128 + signal.SIGXFSZ or "File size limit exceeded" in seen,
         }
+        if hit["file_size"] and self._file_bytes < cfg.max_file_bytes:
+            hit["disk"], hit["file_size"] = True, False
         limits = tuple(k for k, v in hit.items() if v)
         returncode = {"time": 124, "disk": 137}.get(stopped or "", returncode)
         notes = "".join(_note(cfg, kind) for kind in limits)

@@ -6,6 +6,10 @@ being a folder is skipped, and no path string (which PATH_MAX bounds) is built. 
 open at a time, however deep the tree: the walk climbs back through `..` and checks that it lands on
 the folder it came from, so a tree changed under it (possible only while a command runs, i.e. during
 the disk poll) raises `TreeChanged` instead of leading anywhere else. Entries that vanish are skipped.
+A walk with `unlock` (a non-root host, which owns every folder its commands made) gives itself, for
+the one call, the read or search bit a command took from a folder, so no mode hides a folder's
+content or stops the climb; without it, a folder it may not read is measured empty and a climb
+refused raises `TreeChanged` (never `PermissionError`).
 Files are read only with no-follow, non-blocking opens, then checked to be regular (a FIFO cannot
 block, a device is never opened as one).
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -38,33 +43,43 @@ def _proc(fd: int) -> str:
     return f"/proc/self/fd/{fd}"  # the inode `fd` holds, even an O_PATH one: no name is looked up again
 
 
+def _granted(fd: int, unlock: bool, bits: int, call):
+    """`call()`, and when the folder `fd` holds refuses it and `unlock`: again with `bits` added to
+    the owner's mode for the call (a non-root host owns what its commands made, whatever mode a
+    command left, chmod 0 or a write-only 0300 included), the mode put back afterwards."""
+    try:
+        return call()
+    except PermissionError:
+        if not unlock:
+            raise
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    os.chmod(_proc(fd), mode | bits)
+    try:
+        return call()
+    finally:
+        os.chmod(_proc(fd), mode)
+
+
 def _listing(fd: int, unlock: bool) -> list[tuple[str, os.stat_result]]:
     """The entries of the folder `fd` holds (an O_PATH descriptor) with their lstat. `unlock` opens a
-    folder the caller may not read for the listing (a non-root host owns what its commands made)."""
-    mode = None
-    try:
-        try:
-            rfd = os.open(".", _READ_DIR, dir_fd=fd)
-        except PermissionError:
-            if not unlock:
-                return []
-            mode = os.fstat(fd).st_mode
-            os.chmod(_proc(fd), stat.S_IMODE(mode) | 0o500)
-            rfd = os.open(".", _READ_DIR, dir_fd=fd)
+    folder the caller may not read or search for the listing (see `_granted`)."""
+
+    def entries() -> list[tuple[str, os.stat_result]]:
+        rfd = os.open(".", _READ_DIR, dir_fd=fd)
         try:
             names = os.listdir(rfd)
         finally:
             os.close(rfd)
         found = []
         for name in names:
-            with contextlib.suppress(FileNotFoundError, PermissionError):
+            with contextlib.suppress(FileNotFoundError):
                 found.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
         return found
+
+    try:
+        return _granted(fd, unlock, 0o500, entries)
     except (FileNotFoundError, PermissionError):
         return []
-    finally:
-        if mode is not None:
-            os.chmod(_proc(fd), stat.S_IMODE(mode))
 
 
 def walk(root: str, relpath: str = "", *, unlock: bool = False) -> Iterator[tuple[int, str, os.stat_result, list[str]]]:
@@ -81,7 +96,10 @@ def walk(root: str, relpath: str = "", *, unlock: bool = False) -> Iterator[tupl
                 stack.pop()
                 if stack:
                     parts.pop()
-                    up = os.open("..", _PATH, dir_fd=fd)
+                    try:
+                        up = _granted(fd, unlock, 0o100, functools.partial(os.open, "..", _PATH, dir_fd=fd))
+                    except PermissionError:  # a command took the search bit away: a poll measures again
+                        raise TreeChanged(errno.EACCES, "a folder of the tree cannot be searched", root) from None
                     os.close(fd)
                     fd = up
                     if not _same(os.fstat(fd), stack[-1][0]):
@@ -92,7 +110,7 @@ def walk(root: str, relpath: str = "", *, unlock: bool = False) -> Iterator[tupl
             if not stat.S_ISDIR(st.st_mode):
                 continue
             try:
-                child = os.open(name, _PATH, dir_fd=fd)
+                child = _granted(fd, unlock, 0o100, functools.partial(os.open, name, _PATH, dir_fd=fd))
             except OSError:
                 continue  # vanished, or no longer a folder (ENOTDIR, ELOOP for a symlink)
             if not _same(os.fstat(child), st):

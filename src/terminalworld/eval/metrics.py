@@ -174,6 +174,33 @@ def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, referen
     if reference is not None and reference is not r:
         ref_ppl = np.array([reference.rows[i]["ppl"] for i in ids])
         out["degrades_vs_reference"] = int((ppl > ref_ppl).sum())
+    out |= class_metrics(r, ids, base)
+    return out
+
+
+def class_metrics(r: Results, ids: list[str], base: Results | None = None) -> dict[str, Any]:
+    """Per target class (`eval.targets`) of the rows `ids`: count, tokens, token-weighted and median
+    PPL (`by_class`), the same over the headline's classes, read + predict (`headline`), with how
+    many headline rows beat the base. Empty when the rows carry no class (scores made before it)."""
+    from terminalworld.eval.targets import CLASSES, HEADLINE
+
+    if not ids or any("target_class" not in r.rows[i] for i in ids):
+        return {}
+
+    def stats(sel: list[str]) -> dict[str, Any]:
+        st = ppl_stats([r.rows[i] for i in sel])
+        return {
+            "n": len(sel),
+            "tokens": st["tokens"],
+            "token_weighted_ppl": st["token_weighted_ppl"],
+            "median_ppl": st["median_ppl"],
+        }
+
+    by_class = {c: stats([i for i in ids if r.rows[i]["target_class"] == c]) for c in CLASSES}
+    head = [i for i in ids if r.rows[i]["target_class"] in HEADLINE]
+    out = {"by_class": by_class, "headline": stats(head)}
+    if base is not None and base is not r:
+        out["headline"]["beats_base"] = sum(r.rows[i]["ppl"] < base.rows[i]["ppl"] for i in head)
     return out
 
 

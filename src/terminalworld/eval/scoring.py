@@ -16,7 +16,9 @@ On CPU rows go one per forward (the matmuls are already large); on GPU and with 
 batched, longest first.
 
 A row whose target observation holds no terminal text is skipped with its reason (`empty_target`),
-as is a row longer than the model's context.
+as is a row longer than the model's context. Every row carries its target's class (`eval.targets`:
+sentinel, copy, read, predict; empty for the skipped empty targets), every depth of `all_depths`
+its own, and the summary gives each class's statistics and the headline's (read + predict).
 
 Output: one JSON row per held-out row, appended to `OUT.partial` as each finishes; a rerun skips
 the rows already there. At the end `OUT` is written atomically: the rows in held-out order, then one
@@ -25,9 +27,10 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -40,6 +43,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, comm
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKET_LABELS, ppl_stats, token_bucket
+from terminalworld.eval.targets import CLASSES, HEADLINE, classify_turn, empty_target
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 
@@ -56,6 +60,7 @@ class Span:
     positions: np.ndarray  # token indices of the span (each predicted from the position before it)
     family: str
     chars: int
+    target_class: str | None = None  # `eval.targets`' class of the observation at its depth
 
 
 def observation_spans(r: Rendered, traj: Trajectory, all_depths: bool) -> list[Span]:
@@ -161,13 +166,6 @@ def span_stats(logprobs: np.ndarray) -> dict[str, Any]:
     return {"n_target_tokens": n, "sum_nll": s, "mean_nll": mean, "ppl": math.exp(mean) if n else None}
 
 
-def empty_target(row: dict[str, Any]) -> bool:
-    """Whether the target observation holds no terminal text (nothing, or only white space, after
-    `Observation: `): its score would be the end-of-turn token's alone, a number about the
-    template, not the terminal, so such a row is skipped with its reason."""
-    return not row["target_env"].removeprefix(OBSERVATION_PREFIX).strip()
-
-
 @dataclass(frozen=True)
 class ScoreConfig(GroundingOptions):
     """One scoring run: a model, the held-out rows, the framing, the grounding mode, and where the
@@ -188,7 +186,12 @@ class ScoreConfig(GroundingOptions):
     dtype: Literal["float32", "bfloat16"] = option("float32")
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
+    window: int | None = option(
+        None, minimum=1, help="score only rows within this many tokens (the trained window); longer rows are skipped"
+    )
     backend: Literal["hf", "vllm"] = option("hf")
+    endpoint: str | None = option(None, help="--backend vllm: a running vLLM server's base URL (…/v1) to score through")
+    served_model: str = option("model", help="the model's name at --endpoint")
     sim_prompt: str = option(SIM_SYSTEM_PROMPT, cli=False)
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
 
@@ -216,11 +219,15 @@ def score_rows(
         grounded = grounder.trajectory(traj, turns) if grounder else {}
         r = renderer.render(traj, blocks_of(grounded))
         base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
+        base["target_class"] = classify_turn(traj, target_turn)
         base |= {"grounding": cfg.grounding, **(grounded[target_turn].record() if grounder else {})}
         if empty_target(row):
             yield {**base, "skipped": "empty target observation: only its end-of-turn token would be scored"}
             continue
-        spans = observation_spans(r, traj, cfg.all_depths)
+        spans = [
+            replace(s, target_class=classify_turn(traj, s.depth - 1))
+            for s in observation_spans(r, traj, cfg.all_depths)
+        ]
         exact = {t for t, g in grounded.items() if g.served is not None}
         served = [s for s in spans if s.depth - 1 in exact]
         if served:
@@ -243,6 +250,9 @@ def score_rows(
             continue
         if scorer.max_len is not None and len(r.input_ids) > scorer.max_len:
             yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the model's {scorer.max_len}"}
+            continue
+        if cfg.window is not None and len(r.input_ids) > cfg.window:
+            yield {**base, "skipped": f"{len(r.input_ids)} tokens exceed the trained window of {cfg.window}"}
             continue
         pending.append((base, r.input_ids, spans))
     batched = cfg.device == "cuda" or cfg.backend == "vllm"  # on CPU one row per forward is fastest
@@ -276,7 +286,9 @@ def _row(base: dict[str, Any], spans: list[Span], logprobs: np.ndarray, all_dept
     target, target_lp = parts[-1]
     out = {**base, **span_stats(target_lp), "target_chars": target.chars, "target_family": target.family}
     if all_depths:
-        out["depths"] = [{"depth": s.depth, "family": s.family, **span_stats(lp)} for s, lp in parts]
+        out["depths"] = [
+            {"depth": s.depth, "family": s.family, "target_class": s.target_class, **span_stats(lp)} for s, lp in parts
+        ]
     return out
 
 
@@ -309,7 +321,26 @@ def summarize(rows: list[dict[str, Any]], cfg: ScoreConfig, model_name: str) -> 
         "by_family": {
             f: _ppl(family_rows) for f, family_rows in _by(scored, lambda r: r.get("target_family", "other"))
         },
+        **class_summary(rows),
         **served_summary(rows),
+    }
+
+
+def class_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per target class, the scored rows' statistics (`by_class`, every scored class, empty ones with
+    n 0), the headline's over read + predict (`headline`), and each class's count among all rows
+    (`class_counts`, skipped and served included). Rows without a class (older scores) are left out."""
+    scored = [r for r in rows if "skipped" not in r and "ppl" in r and "target_class" in r]
+    counts: dict[str, int] = {}
+    for r in rows:
+        if "target_class" in r:
+            counts[r["target_class"]] = counts.get(r["target_class"], 0) + 1
+    if not counts:
+        return {}
+    return {
+        "class_counts": counts,
+        "by_class": {c: _ppl([r for r in scored if r["target_class"] == c]) for c in CLASSES},
+        "headline": _ppl([r for r in scored if r["target_class"] in HEADLINE]),
     }
 
 
@@ -355,7 +386,9 @@ def served_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def score(cfg: ScoreConfig) -> dict[str, Any]:
     """Score every held-out row (resuming a partial run) and write the scores file atomically;
     returns the summary row."""
+    from terminalworld.core.threads import set_threads
 
+    set_threads()  # the cores this process has (or the share its parent passed), one thread each
     rows = read_heldout(cfg.heldout)
     # Repeated ids, another run's --out, or one made under another --grounding are refused before
     # the model loads.
@@ -366,16 +399,36 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
-    if cfg.backend == "vllm":
-        scorer = VLLMScorer(path, cfg.dtype)
-    else:
-        scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
-    return resumable_rows(
-        cfg.out,
-        [r["instance_id"] for r in rows],
-        lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-        lambda results: summarize(results, cfg, name),
-        source=cfg.heldout,
-    )
+    with _scorer(cfg, path) as scorer:
+        return resumable_rows(
+            cfg.out,
+            [r["instance_id"] for r in rows],
+            lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
+            lambda results: summarize(results, cfg, name),
+            source=cfg.heldout,
+        )
+
+
+@contextlib.contextmanager
+def _scorer(cfg: ScoreConfig, path: str):
+    """HF in process; vLLM in process where it is installed (a GPU host); else through a vLLM
+    server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
+    import importlib.util
+
+    from terminalworld.eval.vllm_server import VLLMServerScorer, context_length
+
+    if cfg.backend == "hf":
+        yield HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+    elif cfg.endpoint:
+        yield VLLMServerScorer(cfg.endpoint, cfg.served_model)
+    elif importlib.util.find_spec("vllm") is not None:
+        yield VLLMScorer(path, cfg.dtype)
+    else:
+        from terminalworld.agent.vllm import free_port, vllm_server
+        from terminalworld.core.threads import thread_budget
+
+        server = {"model": path, "served_model": "model", "max_model_len": context_length(path), "port": free_port()}
+        with vllm_server(**server, cpu_threads=thread_budget()) as url:
+            yield VLLMServerScorer(url, "model")

@@ -21,11 +21,13 @@ def scores(
     chat_template_from: Model | None = None,
     device: str = "cpu",
     all_depths: bool = False,
+    window: int | None = None,
     resources=None,
     version: str,
 ) -> Scores:
     """The probe's scores of `model` (rendered with `chat_template_from`'s template if given); with
-    `all_depths`, every earlier observation of each row too (the depth curve)."""
+    `all_depths`, every earlier observation of each row too (the depth curve); with `window` (the
+    trained sequence length), only rows within it, the others skipped with their reason."""
     file = artifacts.scores_file(model_name)
     config = lambda ctx: ScoreConfig(  # noqa: E731
         model_path=model_path(ctx, model),
@@ -36,6 +38,7 @@ def scores(
         chat_template_from=model_path(ctx, chat_template_from),
         device=device,
         all_depths=all_depths,
+        window=window,
     )
     deps = [model, heldout, chat_template_from]
     # The scores file resumes from what a preempted run put back (`local`).

@@ -9,7 +9,7 @@ followed through `cd` within the line, a leading `/testbed/` (the task image's w
   sorted entries with file sizes; a path that does not exist as such;
 - the files its search patterns would reach: for `grep` (`-r` included, `--include`/`--exclude`
   honoured, BRE, `-E`, `-F`, `-i`, `-w`), each file with a match and its matching lines with their
-  numbers; for `find PATH -name GLOB`, the paths under PATH whose name matches (every file without
+  numbers (patterns compiled by `grounding.patterns`: linear-time RE2, never Python's `re`); for `find PATH -name GLOB`, the paths under PATH whose name matches (every file without
   a `-name`);
 - for `python`, the script it runs, and the files of the module of `-m` and of the modules a `-c`
   program imports, where the repository has them.
@@ -32,13 +32,13 @@ turn showed it is replaced by one line saying so (the grounding delta).
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from terminalworld.grounding import patterns
 from terminalworld.grounding.routing import program, simple_commands
 from terminalworld.grounding.state import ShadowReader
 
@@ -66,7 +66,7 @@ class Item:
     kind: str  # file, tree, matches, changes, or optional (a file shown only when it exists)
     path: str
     lines: tuple[int, int | None] | None = None  # 1-based inclusive range of a file, None: whole
-    pattern: re.Pattern | None = None  # matches: the search; tree: the name glob as a regex
+    pattern: patterns.Matcher | None = None  # matches: the search; tree: the name glob (`grounding.patterns`)
     include: tuple[str, ...] = ()  # matches: grep's --include globs
     exclude: tuple[str, ...] = ()
     diff: bool = False  # changes: the changed lines too, not only the changed paths
@@ -85,29 +85,14 @@ def _norm(path: str, cwd: str) -> str | None:
     return None if path.startswith("..") else path
 
 
-def _bre(pattern: str) -> str:
-    """A POSIX basic regular expression in Python's syntax."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            n = pattern[i + 1]
-            out.append(n if n in "|(){}+?" else "\\" + n)
-            i += 2
-            continue
-        out.append("\\" + c if c in "|(){}+?" else c)
-        i += 1
-    return "".join(out)
-
-
-def grep_pattern(args: list[str]) -> tuple[re.Pattern | None, list[str], dict[str, list[str]], bool]:
+def grep_pattern(args: list[str]) -> tuple[patterns.Matcher | None, list[str], dict[str, list[str]], bool]:
     """(pattern, path arguments, include/exclude globs, recursive) of a grep command."""
-    flags, patterns, rest, globs, i = set(), [], [], {"include": [], "exclude": []}, 0
+    flags, found, rest, globs, i = set(), [], [], {"include": [], "exclude": []}, 0
     with_value = {"-e", "-f", "-A", "-B", "-C", "-m", "--max-count", "--context"}
     while i < len(args):
         a = args[i]
         if a in ("-e", "--regexp"):
-            patterns.append(args[i + 1] if i + 1 < len(args) else "")
+            found.append(args[i + 1] if i + 1 < len(args) else "")
             i += 2
             continue
         if a.startswith("--include=") or a.startswith("--exclude="):
@@ -122,21 +107,21 @@ def grep_pattern(args: list[str]) -> tuple[re.Pattern | None, list[str], dict[st
         else:
             rest.append(a)
         i += 1
-    if not patterns and rest:
-        patterns.append(rest.pop(0))
-    if not patterns:
+    if not found and rest:
+        found.append(rest.pop(0))
+    if not found:
         return None, rest, globs, False
     fixed = "F" in flags or "--fixed-strings" in flags
     ere = "E" in flags or "--extended-regexp" in flags
-    sources = [re.escape(p) if fixed else p if ere else _bre(p) for p in patterns]
-    if "w" in flags:
-        sources = [rf"\b(?:{s})\b" for s in sources]
-    try:
-        regex = re.compile("|".join(sources), re.IGNORECASE if "i" in flags else 0)
-    except re.error:
-        regex = re.compile("|".join(map(re.escape, patterns)))
+    fold, words = "i" in flags or "--ignore-case" in flags, "w" in flags or "--word-regexp" in flags
+    regex = patterns.grep(found, fixed=fixed, extended=ere, fold=fold, words=words)
     recursive = bool({"r", "R", "--recursive"} & flags)
     return regex, rest, globs, recursive
+
+
+def _int(digits: str) -> int:
+    """A line number as typed, capped: Python refuses to convert more than 4,300 digits."""
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def _range(name: str, args: list[str]) -> tuple[int, int | None] | None:
@@ -145,14 +130,14 @@ def _range(name: str, args: list[str]) -> tuple[int, int | None] | None:
         for a in args:
             if m := _RANGE_SED.match(a):
                 b = m.group(2)
-                return int(m.group(1)), None if b == "$" else int(b or m.group(1))
+                return _int(m.group(1)), None if b == "$" else _int(b or m.group(1))
     if name in ("head", "tail"):
         k = 10
         for i, a in enumerate(args):
             if a == "-n" and i + 1 < len(args) and args[i + 1].lstrip("+-").isdigit():
-                k = int(args[i + 1].lstrip("+-"))
+                k = _int(args[i + 1].lstrip("+-"))
             elif re.fullmatch(r"-n?\d+", a):
-                k = int(a.lstrip("-n"))
+                k = _int(a.lstrip("-n"))
         return (1, k) if name == "head" else (-k, None)
     return None
 
@@ -220,8 +205,8 @@ def items(command: str) -> list[Item]:
                 if a.startswith(("-", "(", "!")):
                     break
                 paths.append(a)
-            glob = next((args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-name", "-iname")), None)
-            regex = re.compile(fnmatch.translate(glob)) if glob else None
+            at = next((i for i, a in enumerate(args[:-1]) if a in ("-name", "-iname")), None)
+            regex = None if at is None else patterns.glob(args[at + 1], fold=args[at] == "-iname")
             for p in paths or ["."]:
                 if (q := _norm(p, cwd)) is not None:
                     named.append(Item("tree", q, pattern=regex))
@@ -300,7 +285,7 @@ def _tree_block(reader: ShadowReader, item: Item) -> list[str]:
         return _file_block(reader, Item("file", item.path))
     files = reader.walk(item.path)
     if item.pattern is not None:
-        files = [f for f in files if item.pattern.match(posixpath.basename(f))]
+        files = [f for f in files if item.pattern.fullmatch(posixpath.basename(f))]
     what = "files whose name matches" if item.pattern is not None else "every file"
     return [f"==> {item.path}/ ({what}, {len(files)}) <==", *files]
 
@@ -310,13 +295,11 @@ def _match_blocks(reader: ShadowReader, item: Item) -> list[list[str]]:
     if kind is None:
         return [[f"==> {item.path} <==", "(no such file or directory)"]]
     files = [item.path] if kind == "file" else reader.walk(item.path)
-    include, exclude = item.include, item.exclude
+    include, exclude = [patterns.glob(g) for g in item.include], [patterns.glob(g) for g in item.exclude]
     blocks = []
     for f in files:
         base = posixpath.basename(f)
-        if (include and not any(fnmatch.fnmatch(base, g) for g in include)) or any(
-            fnmatch.fnmatch(base, g) for g in exclude
-        ):
+        if (include and not any(g.fullmatch(base) for g in include)) or any(g.fullmatch(base) for g in exclude):
             continue
         data = reader.read(f)
         if data is None or b"\0" in data[:8192]:

@@ -1,7 +1,15 @@
 """Env-token PPL by context depth: every observation of a held-out row scored in the same forward
 (`terminalworld score --all-depths`), so a row of 14 context turns gives one point at each depth
 1..15 (depth k: the k-th observation, after k - 1 earlier command/observation pairs; 15 is the
-probe's target)."""
+probe's target).
+
+Each depth's observation has its target class (`eval.targets`). The curve pools only the headline's
+classes (read + predict): an empty observation is scored on its end-of-turn token alone, and copies
+and sentinels measure no prediction, so mixing them in moves a depth's point with the share of
+such observations there rather than with the model. `depth_composition` counts the classes per depth.
+Scores made before classes existed carry none; their curve pools every non-empty observation and
+says so (`depth_scope`).
+"""
 
 from __future__ import annotations
 
@@ -10,12 +18,20 @@ from typing import Any
 import numpy as np
 
 from terminalworld.eval.metrics import Results
+from terminalworld.eval.targets import HEADLINE
 
 
-def depth_curve(results: dict[str, Results], ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Per checkpoint, per depth: the median and token-weighted PPL over the rows `ids` that have an
-    observation at that depth, and how many rows and tokens that is. Empty for scores made without
-    `--all-depths`."""
+def _kept(d: dict[str, Any], classes: tuple[str, ...]) -> bool:
+    cls = d.get("target_class")
+    return bool(d.get("n_target_tokens")) and (cls is None or cls in classes)
+
+
+def depth_curve(
+    results: dict[str, Results], ids: list[str], classes: tuple[str, ...] = HEADLINE
+) -> dict[str, list[dict[str, Any]]]:
+    """Per checkpoint, per depth: the median and token-weighted PPL over the observations of the rows
+    `ids` at that depth whose class is one of `classes` (an unclassed one counts), and how many rows
+    and tokens that is. Empty for scores made without `--all-depths`."""
     out: dict[str, list[dict[str, Any]]] = {}
     for name, r in results.items():
         by_depth: dict[int, list[dict[str, Any]]] = {}
@@ -24,7 +40,7 @@ def depth_curve(results: dict[str, Results], ids: list[str]) -> dict[str, list[d
                 by_depth.setdefault(int(d["depth"]), []).append(d)
         points = []
         for depth in sorted(by_depth):
-            ds = [d for d in by_depth[depth] if d.get("n_target_tokens")]
+            ds = [d for d in by_depth[depth] if _kept(d, classes)]
             if not ds:
                 continue
             s = sum(d["sum_nll"] for d in ds)
@@ -34,10 +50,32 @@ def depth_curve(results: dict[str, Results], ids: list[str]) -> dict[str, list[d
                     "depth": depth,
                     "rows": len(ds),
                     "tokens": n,
-                    "median_ppl": float(np.median([d["ppl"] for d in ds])),
+                    "median_ppl": float(
+                        np.median([d.get("ppl") or np.exp(d["sum_nll"] / d["n_target_tokens"]) for d in ds])
+                    ),
                     "token_weighted_ppl": float(np.exp(s / n)),
                 }
             )
         if points:
             out[name] = points
     return out
+
+
+def depth_composition(results: dict[str, Results], ids: list[str]) -> dict[int, dict[str, int]]:
+    """Per depth, how many of the rows' observations there are of each class (from the first
+    checkpoint's rows: every checkpoint scores the same rows); empty without `--all-depths` or classes."""
+    first = next(iter(results.values()), None)
+    out: dict[int, dict[str, int]] = {}
+    for i in ids if first else []:
+        for d in first.rows[i].get("depths") or []:
+            if "target_class" in d:
+                at = out.setdefault(int(d["depth"]), {})
+                at[d["target_class"]] = at.get(d["target_class"], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def depth_scope(results: list[Results] | dict[str, Results], ids: list[str]) -> str:
+    """What the depth curve pools, in words."""
+    rs = results.values() if isinstance(results, dict) else results
+    classed = all("target_class" in d for r in rs for i in ids for d in r.rows[i].get("depths") or [])
+    return "read + predict observations" if classed else "every observation; scores without target classes"

@@ -214,3 +214,46 @@ def ppl_plot(tables: dict[str, dict[str, dict[str, Any]]], out: str, name: str, 
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
     return save_plot(fig, out, name)
+
+
+def ppl_by_class(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per mode and target class (`eval.targets`), from the scores rows: token-weighted PPL of the
+    scored rows and their count, the headline (read + predict) beside them, and (hybrid) the rows the
+    shadow served. Rows without a class (scores made before it) are left out."""
+    from terminalworld.eval.targets import CLASSES, HEADLINE
+
+    out: dict[str, dict[str, Any]] = {}
+    for mode, rows in rows_by_mode.items():
+        rows = [r for r in rows if "skipped" not in r and "target_class" in r]
+        per: dict[str, Any] = {}
+        for cls in (*CLASSES, "headline"):
+            inside = [r for r in rows if r["target_class"] in (HEADLINE if cls == "headline" else (cls,))]
+            scored = [r for r in inside if "ppl" in r]
+            per[cls] = {"n": len(scored), "ppl": _ppl(scored), "served": len(inside) - len(scored)}
+        out[mode] = per
+    return out
+
+
+CLASS_LABELS = {
+    "headline": "headline: read + predict",
+    "read": "read (served by emulation: the block holds the output)",
+    "predict": "predict",
+    "copy": "copy (already in context)",
+    "sentinel": "sentinel (fixed output)",
+}
+
+
+def class_table(table: dict[str, dict[str, Any]]) -> str:
+    """Token-weighted PPL (rows scored) per target class and mode, as Markdown: with grounding, a
+    read target's output is in its retrieved block, so its PPL measures copying from the block
+    (emulation), not prediction."""
+    modes = list(table)
+    lines = ["| target class | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
+    for cls, label in CLASS_LABELS.items():
+        cells = []
+        for m in modes:
+            c = table[m][cls]
+            text = "–" if c["ppl"] is None else f"{c['ppl']:.2f} ({c['n']})"
+            cells.append(text + (f"; {c['served']} served exactly" if c["served"] else ""))
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

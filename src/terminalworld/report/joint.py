@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from terminalworld.agent.compare import paired, pass_at_k_ci
 from terminalworld.report.figures import log_axis, model_colors, save_plot
 
 NO_SOLVES = (
@@ -34,6 +35,8 @@ def joint_table(checkpoints: list[dict[str, Any]], grades: dict[str, dict[str, A
                 "solved": g["solved_trials"],
                 "scored": g["scored_trials"],
                 "valid_action_rate": g.get("valid_action_rate"),
+                "pass_at_k_ci95": pass_at_k_ci(_counts(g)) if g.get("per_task") else None,
+                "per_task": _counts(g),
                 "median_ppl": c["median_ppl"],
                 "token_weighted_ppl": c["token_weighted_ppl"],
             }
@@ -51,6 +54,8 @@ def joint_table(checkpoints: list[dict[str, Any]], grades: dict[str, dict[str, A
             "assistant" if a["pass_at_1"] > b["pass_at_1"] else "full" if b["pass_at_1"] > a["pass_at_1"] else None
         )
         better_world_model = "assistant" if a["median_ppl"] < b["median_ppl"] else "full"
+        # Per task, the same tasks and attempts: is the better agent better beyond chance?
+        test = paired(a["per_task"], b["per_task"]) if a["per_task"] and b["per_task"] else None
         opposite.append(
             {
                 "scale": scale or "—",
@@ -61,10 +66,17 @@ def joint_table(checkpoints: list[dict[str, Any]], grades: dict[str, dict[str, A
                 "better_agent": better_agent,
                 "better_world_model": better_world_model,
                 "opposite": better_agent is not None and better_agent != better_world_model,
+                "paired": test,
             }
         )
     solved_any = any((r["solved"] or 0) > 0 for r in rows)
+    for r in rows:
+        r.pop("per_task")
     return {"rows": rows, "opposite_directions": opposite, "note": None if solved_any or not rows else NO_SOLVES}
+
+
+def _counts(grade: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {t: (int(n), int(c)) for t, (n, c) in (grade.get("per_task") or {}).items()}
 
 
 def _pm(x: float | None, e: float | None) -> str:
@@ -95,14 +107,17 @@ def joint_markdown(joint: dict[str, Any]) -> str:
             "",
             "Opposite directions: the better agent (pass@1) against the better world model (median env PPL).",
             "",
-            "| scale | pass@1 assistant | pass@1 full | median PPL assistant | median PPL full | better agent | better world model | opposite |",
-            "|---|---:|---:|---:|---:|---|---|---|",
+            "| scale | pass@1 assistant | pass@1 full | median PPL assistant | median PPL full | better agent | "
+            "paired p (sign, permutation; per task) | better world model | opposite |",
+            "|---|---:|---:|---:|---:|---|---:|---|---|",
         ]
         for o in joint["opposite_directions"]:
+            t = o.get("paired")
+            p = "—" if t is None else f"{t['sign_p']:.3g}, {t['permutation_p']:.3g} ({t['tasks']} tasks)"
             lines.append(
                 f"| {o['scale']} | {o['pass_at_1_assistant']:.3f} | {o['pass_at_1_full']:.3f} | "
                 f"{o['median_ppl_assistant']:.2f} | {o['median_ppl_full']:.2f} | {o['better_agent'] or 'tie'} | "
-                f"{o['better_world_model']} | {'yes' if o['opposite'] else 'no'} |"
+                f"{p} | {o['better_world_model']} | {'yes' if o['opposite'] else 'no'} |"
             )
     if joint["note"]:
         lines += ["", joint["note"]]

@@ -5,6 +5,7 @@ beside it when the report has one, ECHO's miniature, and the pilot's scale axis.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,11 +109,26 @@ def read_json_at(*parts: str) -> Any:
     return read_json(posixpath.join(*parts))
 
 
+# What could make corpus or model text in a cell into live markup, each broken with an HTML entity
+# (which no backslash before it can undo): a link or image (`[x](javascript:...)`, `[x][ref]`) at its
+# `](` or `][`, and an attribute list (`*x*{onclick=...}`) at a `{` right after an inline element.
+_LINK = re.compile(r"\](\s*)([(\[])")
+_ATTRS = re.compile(r"(?<=[*_`)\]])\{")
+
+
 def cell(value: Any) -> str:
-    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), pipes and
-    angle brackets escaped, one line."""
+    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), one line,
+    pipes escaped, and inert: no HTML (`<` escaped), no link, image or attribute list (`_LINK`,
+    `_ATTRS`), so a repository or model text shows as typed and never as markup."""
     text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("\n", " ")
+    text = text.replace("|", "\\|").replace("<", "&lt;").replace("\r", " ").replace("\n", " ")
+    text = _LINK.sub(lambda m: "]" + m.group(1) + ("&#40;" if m.group(2) == "(" else "&#91;"), text)
+    return _ATTRS.sub(lambda m: m.group() if _opens_code(text, m.start()) else "&#123;", text)
+
+
+def _opens_code(text: str, at: int) -> bool:
+    """Whether the backtick before `at` opens a code span (an odd count up to it): `{` inside one is text."""
+    return text[at - 1] == "`" and text[:at].count("`") % 2 == 1
 
 
 _PPL = ("median_ppl", "token_weighted_ppl")  # shown with their 95% intervals
@@ -160,6 +176,8 @@ def probe_page(report: Artifact, page: Page, assets: str) -> None:
         top5 = c.get("top5_share_of_change_vs_base")
         rows.append([c["name"], *counts, worst, "—" if top5 is None else f"{top5:.0%}"])
     page.table("model|PPL > 10|beats base|worse than reference|worst PPL (repo)|top-5 share of change", rows, "lrrrrr")
+    if cps and cps[0].get("by_class"):
+        class_section(page, cps)
     if labels := sorted({b for c in cps for b in c.get("buckets", {})}, key=_bucket_order):
         page.add("By target length in tokens: median PPL · the bucket's share of scored tokens · trajectories.", "")
         rows = [[c["name"], *(_bucket(c["buckets"].get(b)) for b in labels)] for c in cps]
@@ -174,6 +192,33 @@ def probe_page(report: Artifact, page: Page, assets: str) -> None:
     for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
         if name.endswith(".png"):
             page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))
+
+
+def _cls(x: dict[str, Any]) -> str:
+    return f"{_num(x['token_weighted_ppl'])} / {_num(x['median_ppl'])} · n={x['n']}" if x["n"] else "— · n=0"
+
+
+def class_section(page: Page, cps: list[dict[str, Any]]) -> None:
+    """The probe by target class (`eval.targets`): the headline on read + predict, then each class."""
+    from terminalworld.eval.targets import CLASSES
+
+    page.add(
+        "### By target class",
+        "",
+        "Token-weighted PPL / median PPL · rows. The headline pools **read** (repository content not yet in "
+        "context: what grounding serves) and **predict** (errors, execution output, everything else); "
+        "**copy** targets are already in the context and **sentinel** targets are fixed harness output, "
+        "so neither measures prediction.",
+        "",
+    )
+    rows = []
+    for c in cps:
+        head = c["headline"]
+        beats = "—" if head.get("beats_base") is None else f"{head['beats_base']} of {head['n']}"
+        rows.append([c["name"], _cls(head), beats, *(_cls(c["by_class"][k]) for k in CLASSES)])
+    page.table(
+        "|".join(["model", "headline: read + predict", "beats base", *CLASSES]), rows, "lrr" + "r" * len(CLASSES)
+    )
 
 
 def agent_section(page: Page, agent: dict[str, Any]) -> None:
@@ -232,16 +277,20 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     page.markdown(scale_markdown(doc["scale_axis"], doc["findings"], doc["process"], level=3))
     if curve := doc.get("depth_curve"):
         depths = sorted({p["depth"] for points in curve.values() for p in points})
+        scope = doc.get("depth_scope", "every observation; scores without target classes")
         page.add(
             "### Env PPL by context depth",
             "",
-            "Median PPL of the k-th observation of a row (rows scored at that depth).",
+            f"Median PPL of the k-th observation of a row (rows scored at that depth), over {scope}.",
             "",
         )
         rows = []
         for name, points in curve.items():
             at = {p["depth"]: p for p in points}
             rows.append([name, *(f"{_num(at[d]['median_ppl'])} ({at[d]['rows']})" if d in at else "—" for d in depths)])
+        if comp := doc.get("depth_composition"):
+            for cls in ("read", "predict", "copy", "sentinel", "empty"):
+                rows.append([f"*{cls} observations*", *(str(comp.get(str(d), {}).get(cls, 0)) for d in depths)])
         page.table("|".join(["model", *(str(d) for d in depths)]), rows, "l" + "r" * len(depths))
     page.add("### Departures from the write-up", "", *(f"- {d}" for d in doc["departures"]), "")
     page.add("### The probe, agent and simulator tables", "")

@@ -7,11 +7,13 @@ beside it, and `pilot.json`: the scale axis and its sign tests, the findings che
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
-from terminalworld.report.depth import depth_curve
+from terminalworld.report.depth import depth_composition, depth_curve, depth_scope
+from terminalworld.report.ladder import ladder_markdown, ladder_table
 from terminalworld.report.probe import write_comparison
 from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table
 from terminalworld.report.simgrade import read_summary
@@ -23,7 +25,10 @@ PILOT_FILE = "pilot.json"
 class PilotReportConfig:
     """The pilot's report inputs: each model's scores file, the output folder, the base, the arms
     and scales of the checkpoints `{arm}-{scale}`, the agent summaries, the simulator grades
-    (model → tier → rows file) and the departures from the write-up."""
+    (model → tier → rows file), the departures from the write-up, the agent summaries on the other
+    levels of the task ladder (`ladder`: level → model → summary file), and each arm's tokenized
+    folder (`training`) with the packed sequences each scale trained (`scale_sequences`), from which
+    the report tells what each scale trained on (`train.coverage`)."""
 
     scores: dict[str, str]
     out: str
@@ -33,14 +38,21 @@ class PilotReportConfig:
     grades: dict[str, str]
     sims: dict[str, dict[int, str]]
     departures: list[str]
+    ladder: dict[str, dict[str, str]] = field(default_factory=dict)
+    training: dict[str, str] = field(default_factory=dict)
+    scale_sequences: dict[str, int] = field(default_factory=dict)
 
 
 def write_pilot_report(cfg: PilotReportConfig) -> str:
     """The comparison of the scores files against the base under `cfg.out`, with the agent and
-    simulator grades, then `report.md` and `pilot.json` over the checkpoints `{arm}-{scale}`;
+    simulator grades, then `report.md` and `pilot.json` over the checkpoints `{arm}-{scale}`, with
+    the agent grades on the other levels of the task ladder and each arm's training coverage;
     returns the scale axis's markdown."""
+    from terminalworld.train.coverage import arm_coverage
+
     scores, out, base, grades, sims = cfg.scores, cfg.out, cfg.base, cfg.grades, cfg.sims
-    arms, scales, departures = cfg.arms, cfg.scales, cfg.departures
+    arms, scales, departures, ladder = cfg.arms, cfg.scales, cfg.departures, cfg.ladder
+    training = {arm: arm_coverage(path, cfg.scale_sequences) for arm, path in cfg.training.items()}
     summaries = {name: read_json(path) for name, path in grades.items()}
     sim = {name: {t: read_summary(p) for t, p in tiers.items()} for name, tiers in sims.items()}
     table = write_comparison(list(scores.values()), base, None, out, summaries, sim)
@@ -48,8 +60,13 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     axis = scale_table(table, results, arms=arms, scales=scales)
     found = findings(axis)
     process = process_table(summaries, [c["name"] for c in table["checkpoints"]])
-    depth = depth_curve(results, sorted(set.intersection(*(set(r.rows) for r in results.values()))))
-    text = scale_markdown(axis, found, process)
+    common = sorted(set.intersection(*(set(r.rows) for r in results.values())))
+    depth = depth_curve(results, common)
+    levels = {level: {n: read_json(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()}
+    on_ladder = ladder_table(levels, scales)
+    text = scale_markdown(axis, found, process) + ladder_markdown(on_ladder)
+    if training:
+        text += training_markdown(training, scales)
     text += "\n## Departures from the write-up\n\n" + "".join(f"- {d}\n" for d in departures)
     with atomic_output(os.path.join(out, "report.md")) as f:
         f.write((table["markdown"] + "\n" + text).encode())
@@ -61,7 +78,58 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
         "findings": found,
         "process": process,
         "depth_curve": depth,
+        "depth_scope": depth_scope(results, common),
+        "depth_composition": depth_composition(results, common),
         "departures": departures,
+        **({"training": training} if training else {}),
     }
+    if ladder:
+        doc["ladder"] = on_ladder
     write_json(os.path.join(out, PILOT_FILE), doc)
     return text
+
+
+# The write-up's SFT scales, in trajectories, in the order of the pilot's scales (smallest first).
+WRITEUP_TRAJECTORIES = (10_000, 100_000, 1_000_000)
+
+
+def training_markdown(training: dict[str, dict[str, Any]], scales: list[str]) -> str:
+    """What each arm trained on, per scale: packed sequences, real tokens (no separators or padding),
+    loss tokens, and at most how many times fewer tokens the write-up's scale holds; then what the
+    tokenize job split or left out. From `train.coverage.arm_coverage`."""
+    from terminalworld.train.coverage import writeup_ratio
+
+    lines = [
+        "",
+        "## What each scale trained on",
+        "",
+        "Real tokens are the documents' own (no separators, no padding); loss tokens are the positions "
+        "the arm trains. The write-up's scales are 10K / 100K / 1M trajectories of up to 8,192 tokens, "
+        "so its ratio to ours is an upper bound.",
+        "",
+        "| arm | scale | sequences | real tokens | loss tokens | write-up / ours (at most) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for arm, cov in training.items():
+        for k, name in enumerate(scales):
+            c = cov["scales"].get(name)
+            if not c:
+                continue
+            ratio = writeup_ratio(c["real_tokens"], WRITEUP_TRAJECTORIES[k]) if k < len(WRITEUP_TRAJECTORIES) else None
+            lines.append(
+                f"| {arm} | {name} | {c['sequences']} | {c['real_tokens']:,} | {c['loss_tokens']:,} | "
+                + ("—" if ratio is None else f"{ratio:,.0f}x")
+                + " |"
+            )
+    lines += [
+        "",
+        "| arm | window | trajectories | split at the window (pieces) | truncated tokens | untrained pieces left out | failed |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for arm, cov in training.items():
+        failed = ", ".join(f"{k}: {v}" for k, v in cov["failed"].items()) or "none"
+        lines.append(
+            f"| {arm} | {cov['window']} | {cov['trajectories']} | {cov['split_trajectories']} ({cov['split_pieces']}) | "
+            f"{cov['truncated_tokens']} | {cov['untrained_documents_left_out']} | {failed} |"
+        )
+    return "\n".join(lines) + "\n"

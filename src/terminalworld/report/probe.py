@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import math
 import os
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
+from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
 from terminalworld.options import named_files, option, readable_file
+from terminalworld.report.depth import depth_curve, depth_scope
 from terminalworld.report.figures import log_axis, model_colors, save_plot
 from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
+from terminalworld.report.pages import cell
 from terminalworld.report.simgrade import in_model_order, read_sims, sim_markdown, sim_plots, sim_table
 
 
@@ -40,9 +42,9 @@ def markdown(table: dict[str, Any]) -> str:
         tw, md = c["token_weighted_ppl_ci95"], c["median_ppl_ci95"]
         worst = c["worst"]
         lines.append(
-            f"| {c['name']} | {_f(c['token_weighted_ppl'])} [{_f(tw[0])}, {_f(tw[1])}] | {_f(c['median_ppl'])} "
+            f"| {cell(c['name'])} | {_f(c['token_weighted_ppl'])} [{_f(tw[0])}, {_f(tw[1])}] | {_f(c['median_ppl'])} "
             f"[{_f(md[0])}, {_f(md[1])}] | {_f(c['mean_ppl'])} | {c['n_ppl_gt_10']} | {_f(worst['ppl'], 1)} "
-            f"({worst['repo']}) | {_bn(c.get('beats_base'), m)} | {_bn(c.get('degrades_vs_reference'), m)} | "
+            f"({cell(worst['repo'])}) | {_bn(c.get('beats_base'), m)} | {_bn(c.get('degrades_vs_reference'), m)} | "
             f"{_pct(c.get('top5_share_of_change_vs_base'))} |"
         )
     lines += [
@@ -57,8 +59,37 @@ def markdown(table: dict[str, Any]) -> str:
             f"{_f(c['buckets'][label]['median_ppl'])} / {c['buckets'][label]['token_share']:.0%} (n={c['buckets'][label]['n']})"
             for label, *_ in BUCKETS
         ]
-        lines.append(f"| {c['name']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {cell(c['name'])} | " + " | ".join(cells) + " |")
+    lines += class_markdown(cps, m)
     return "\n".join(lines) + "\n"
+
+
+def class_markdown(cps: list[dict[str, Any]], m: int) -> list[str]:
+    """The per-class table (`eval.targets`): the headline on read + predict first, then each class,
+    as token-weighted PPL / median PPL (rows); nothing when the scores carry no class."""
+    from terminalworld.eval.targets import CLASSES
+
+    if not cps or "by_class" not in cps[0]:
+        return []
+
+    def cell(x: dict[str, Any]) -> str:
+        return f"{_f(x['token_weighted_ppl'])} / {_f(x['median_ppl'])} (n={x['n']})" if x["n"] else "— (n=0)"
+
+    lines = [
+        "",
+        "Target classes (token-weighted PPL / median PPL, rows): the headline is read + predict; copy "
+        "(text already in context) and sentinel (fixed harness output) measure no prediction",
+        "",
+        "| checkpoint | headline: read + predict | beats base (headline) | " + " | ".join(CLASSES) + " |",
+        "|---|---|---:|" + "---|" * len(CLASSES),
+    ]
+    for c in cps:
+        head = c["headline"]
+        beats = _bn(head.get("beats_base"), head["n"])
+        lines.append(
+            f"| {c['name']} | {cell(head)} | {beats} | " + " | ".join(cell(c["by_class"][k]) for k in CLASSES) + " |"
+        )
+    return lines
 
 
 def _bn(x: int | None, m: int) -> str:
@@ -111,20 +142,20 @@ def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
         ax.legend(fontsize=8)
         written.append(save_plot(fig, out, "paired_vs_base.png"))
 
-    if any("depths" in row for r in results for row in r.rows.values()):
+    curve = depth_curve({r.name: r for r in results}, ids)
+    if curve:
         fig, ax = plt.subplots(figsize=(6, 4))
-        for r in results:
-            by_depth: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0])
-            for i in ids:
-                for d in r.rows[i].get("depths", []):
-                    by_depth[d["depth"]][0] += d["sum_nll"]
-                    by_depth[d["depth"]][1] += d["n_target_tokens"]
-            depths = sorted(k for k, (s, n) in by_depth.items() if n)
-            ppl = [np.exp(by_depth[k][0] / by_depth[k][1]) for k in depths]
-            ax.plot(depths, ppl, "o-", label=r.name, color=colors[r.name])
+        for name, points in curve.items():
+            ax.plot(
+                [p["depth"] for p in points],
+                [p["token_weighted_ppl"] for p in points],
+                "o-",
+                label=name,
+                color=colors[name],
+            )
         ax.set_xlabel("observation depth (turn)")
         ax.set_ylabel("token-weighted PPL")
-        ax.set_title("Env-token PPL by depth")
+        ax.set_title(f"Env-token PPL by depth ({depth_scope(results, ids)})")
         ax.legend(fontsize=8)
         written.append(save_plot(fig, out, "depth_curves.png"))
     return written
@@ -209,4 +240,4 @@ class CompareConfig:
 def compare_main(cfg: CompareConfig) -> None:
     """Write the comparison and print its tables."""
     table = write_comparison(cfg.results, cfg.base, cfg.reference, cfg.out, read_grades(cfg.agent), read_sims(cfg.sim))
-    print(table["markdown"])
+    print(for_terminal(table["markdown"]))

@@ -27,6 +27,22 @@ from terminalworld.eval.metrics import Results
 ARM_LABELS = {"assistant": "(a) assistant", "full": "(b) full", "user": "(c) user"}
 
 
+STEP_LABELS = {
+    "valid_action": "valid action",
+    "valid_reply_share": "valid replies",
+    "file_localised": "file named",
+    "function_localised": "function named",
+    "file_found": "file found",
+    "body_shown": "function shown",
+    "line_shown": "buggy line shown",
+    "reproduced": "reproduced",
+    "edited_lines": "edited the bug's lines",
+    "edited_file": "edited bug file",
+    "diff": "non-empty diff",
+    "solved": "solved",
+}
+
+
 def name(arm: str, scale: str) -> str:
     """A checkpoint's model name in the grid."""
     return f"{arm}-{scale}"
@@ -87,8 +103,20 @@ def findings(axis: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"finding": "(b) sharpens it as SFT grows", "holds": b1 < b0, "values": [b0, b1]})
     if all((arm, last) in med for arm in ("assistant", "full", "user")):
         a, b, c = (med[arm, last] for arm in ("assistant", "full", "user"))
-        out.append({"finding": f"(c) ≤ (b) < (a) at {last}", "holds": c <= b < a, "values": [c, b, a]})
+        found = {"finding": f"(c) ≤ (b) < (a) at {last}", "holds": c <= b < a, "values": [c, b, a]}
+        # (c) against (b) paired: a sign test that cannot tell them apart makes "(c) ≤ (b)" a tie.
+        test = next(
+            (t for t in axis.get("sign_tests", []) if t["scale"] == last and {t["x"], t["y"]} == {"full", "user"}),
+            None,
+        )
+        if test is not None:
+            found["c_vs_b_sign_test_p"] = test["p"]
+            found["c_b_tie"] = test["p"] >= TIE_P
+        out.append(found)
     return out
+
+
+TIE_P = 0.05  # a paired sign test at or above this p reads as a tie
 
 
 def process_table(grades: dict[str, dict[str, Any]], order: list[str]) -> list[dict[str, Any]]:
@@ -153,12 +181,13 @@ def scale_markdown(
         lines += ["", "The write-up's findings on these numbers:", ""]
         for f in found:
             values = " → ".join(_f(v) for v in f["values"])
-            lines.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values})")
+            tie = f" — (c) and (b) tie: sign test p = {f['c_vs_b_sign_test_p']:.2g}" if f.get("c_b_tie") else ""
+            lines.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values}){tie}")
     if process:
         ks = sorted({k for r in process for k in r["pass_at_k"]}, key=int)
-        steps = ("valid_action", "file_localised", "function_localised", "reproduced", "edited_file", "diff", "solved")
-        head = ["checkpoint", *(f"pass@{k}" for k in ks), "valid action", "file found", "function found"]
-        head += ["reproduced", "edited bug file", "non-empty diff", "solved"]
+        # The columns a run recorded: the steps of `agent.process`, or an older run's named steps.
+        steps = [s for s in STEP_LABELS if any(s in r for r in process)]
+        head = ["checkpoint", *(f"pass@{k}" for k in ks), *(STEP_LABELS[s] for s in steps)]
         lines += ["", f"{h} Agent grade: the steps of a fix (share of scored trials)", ""]
         lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for r in process:

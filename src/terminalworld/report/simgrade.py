@@ -10,12 +10,17 @@ from typing import Any
 
 from terminalworld.core.records import parse_json
 from terminalworld.errors import InputError
+from terminalworld.eval.targets import CLASSES
 from terminalworld.options import named_files
 from terminalworld.report.figures import model_colors, save_plot
 
 WEAK = (
     "Free-running similarity is below 0.5 for every checkpoint: these simulators do not reproduce terminal "
     "output, so the tables rank failure modes, not fidelity."
+)
+ONE_OUTCOME = (
+    "The real runs hold one outcome only, so outcome agreement says whether the simulator printed what the "
+    "agent needed to submit, not whether it can tell a fix from a failure."
 )
 UNMEASURED = (
     "No generated output was longer than 800 characters, so the write-up's degeneration rule could not fire: "
@@ -79,6 +84,7 @@ def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     loop = ("episodes", "turn_similarity", "diverged_episodes", "first_divergence", "outcome_agreement")
     loop += ("reward_against_simulator", "reward_against_sandbox", "sim_to_real_gap")
     loop += ("seconds_per_simulated_turn", "tokens_per_simulated_turn", "seconds_per_sandbox_turn")
+    loop += ("wrong_share", "real_outcomes_both", "confusion", "belief_confusion")
     rows = {}
     for name, tiers in sims.items():
         row: dict[str, Any] = {}
@@ -86,6 +92,8 @@ def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
             if s := tiers.get(tier):
                 row[f"tier{tier}"] = {k: s.get(k) for k in keys}
                 row[f"tier{tier}"]["by_family"] = {f: v.get("similarity") for f, v in s["by_family"].items()}
+                row[f"tier{tier}"]["headline"] = _class_rates(s.get("headline"))
+                row[f"tier{tier}"]["by_class"] = {c: _class_rates(v) for c, v in (s.get("by_class") or {}).items()}
         if s := tiers.get(3):
             row["tier3"] = {k: s.get(k) for k in loop}
         rows[name] = row
@@ -96,6 +104,10 @@ def sim_table(sims: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     if free and all(r["degenerate_rate_long"] is None for r in free):
         notes.append(UNMEASURED)
     return {"checkpoints": rows, "note": " ".join(notes) or None}
+
+
+def _class_rates(rates: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if rates is None else {k: rates.get(k) for k in ("n", "exact_match", "similarity")}
 
 
 def _f(x: float | None, pct: bool = False) -> str:
@@ -121,6 +133,7 @@ def sim_markdown(table: dict[str, Any], level: int = 2) -> str:
             cells = [_f(r["exact_match"], True), _f(r["similarity"]), _f(r["line_f1"]), _f(r["degenerate_rate"], True)]
             cells += [_f(r["degenerate_rate_long"], True), _f(r["capped_rate"], True)]
             lines.append(f"| {n} | {r['n']} | " + " | ".join(cells) + " |")
+        lines += class_markdown(have)
         families = sorted({f for r in have.values() for f in r["by_family"]})
         lines += ["", "Similarity by command family:", "", "| model | " + " | ".join(families) + " |"]
         lines.append("|---|" + "---:|" * len(families))
@@ -149,9 +162,54 @@ def sim_markdown(table: dict[str, Any], level: int = 2) -> str:
                 f"{_f(r['seconds_per_sandbox_turn'])} |"
             )
         lines.append("")
+        lines += confusion_markdown(loops)
     if table["note"]:
         lines += [f"*{table['note']}*", ""]
     return "\n".join(lines)
+
+
+def class_markdown(have: dict[str, dict[str, Any]]) -> list[str]:
+    """Similarity per target class (n), the headline first: read + predict, what a simulator has to
+    read or predict; sentinel and copy beside it, never mixed in."""
+    graded = {n: r for n, r in have.items() if r.get("headline")}
+    if not graded:
+        return []
+    classes = sorted({c for r in graded.values() for c in r["by_class"]}, key=CLASSES.index)
+    lines = ["", "Similarity by target class (n); the headline is read + predict:", ""]
+    lines += ["| model | headline exact match | headline similarity | " + " | ".join(classes) + " |"]
+    lines += ["|---|---:|---:|" + "---:|" * len(classes)]
+    for n, r in graded.items():
+        h = r["headline"]
+        cells = [f"{_f(h['exact_match'], True)}", f"{_f(h['similarity'])} ({h['n']})"]
+        cells += [f"{_f(r['by_class'][c].get('similarity'))} ({r['by_class'][c]['n']})" for c in classes]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def confusion_markdown(loops: dict[str, dict[str, Any]]) -> list[str]:
+    """Tier 3's confusion tables: episodes by the agent's real solve (against the sandbox alone) and
+    its solve against the simulator, and its belief (it submitted); with a note where the real runs
+    hold one outcome only, when agreement cannot tell a simulator that judges from one that echoes."""
+    have = {n: r for n, r in loops.items() if r.get("confusion")}
+    if not have:
+        return []
+    lines = ["Real solve against simulated solve (episodes; the agent's wrong-fix share where scripted):", ""]
+    lines += ["| simulator | wrong fixes | real ✓ sim ✓ | real ✓ sim ✗ | real ✗ sim ✓ | real ✗ sim ✗ | "]
+    lines[-1] += "real ✓ believed ✓ | real ✗ believed ✓ |"
+    lines += ["|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, r in have.items():
+        c, b = r["confusion"], r.get("belief_confusion") or {}
+        cells = [c["real_solved_sim_solved"], c["real_solved_sim_failed"], c["real_failed_sim_solved"]]
+        cells += [
+            c["real_failed_sim_failed"],
+            b.get("real_solved_sim_solved", "—"),
+            b.get("real_failed_sim_solved", "—"),
+        ]
+        share = "—" if r.get("wrong_share") is None else f"{r['wrong_share']:.0%}"
+        lines.append(f"| {n} | {share} | " + " | ".join(map(str, cells)) + " |")
+    if not all(r.get("real_outcomes_both") for r in have.values()):
+        lines += ["", f"*{ONE_OUTCOME}*"]
+    return [*lines, ""]
 
 
 def sim_plots(table: dict[str, Any], out: str) -> list[str]:

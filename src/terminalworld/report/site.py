@@ -12,10 +12,12 @@ command's output says so. Pages name an artifact by its logical path, `{MARIN_PR
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import os
 import pkgutil
 import posixpath
+import re
 import shlex
 import shutil
 import subprocess
@@ -38,7 +40,16 @@ SUBPACKAGES = ("core", "env", "corpus", "tasks", "train", "eval", "agent", "sim"
 SNAPSHOT_MANIFEST = "snapshot.json"
 SNAPSHOTS = "snapshots"  # under the docs folder: the committed snapshots a build without --results uses
 LOGICAL_PREFIX = "{MARIN_PREFIX}"  # how a page names a local prefix
-SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: small JSON files and plots only
+SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: a report's own files are small JSON and plots
+# The rows a page's numbers are computed from travel with the snapshot, gzip-compressed: the files of
+# these upstream artifacts (held-out rows, per-checkpoint scores at every depth, agent trials,
+# simulator rows, probe rows). Budget, stated on docs/evaluation.md: 24 MiB compressed per snapshot.
+ROW_ARTIFACTS = ("heldout/", "sim-ppl-eval/", "agent-eval/", "sim-eval/", "terminalworld/probes")
+ROW_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".txt", ".log", ".diff", ".patch")
+SNAPSHOT_ROWS_BUDGET = 24 << 20
+_MACHINE_PATH = re.compile(
+    r"(?<![\w.~{}-])/(?:home|root|tmp|work|Users|mnt|private|var/folders|opt|srv)/[^\s`'\",)\]]*"
+)
 TABLES = "results/tables.json"  # each generated page's tables, by first-column labels
 MARKER = ".generated"  # in each generated folder: written by this command
 
@@ -297,30 +308,99 @@ def reference_pages(out: str) -> list[Page]:
     return pages
 
 
+def logical(value: Any, roots: list[str]) -> Any:
+    """`value` (a record, any JSON) with every local prefix in `roots` named `{MARIN_PREFIX}` and any
+    other absolute machine path (a home, temporary or work folder, `_MACHINE_PATH`) by its last
+    component under `{LOCAL}`: a committed snapshot names no folder of the machine that built it."""
+    if isinstance(value, dict):
+        return {k: logical(v, roots) for k, v in value.items()}
+    if isinstance(value, list):
+        return [logical(v, roots) for v in value]
+    if not isinstance(value, str):
+        return value
+    for root in sorted({r.rstrip("/") for r in roots if r and _is_local(r)}, key=len, reverse=True):
+        value = value.replace(root + "/", LOGICAL_PREFIX + "/")
+        value = LOGICAL_PREFIX if value == root else value
+    return _MACHINE_PATH.sub(lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/")), value)
+
+
+def _row_files(folder: str) -> list[tuple[str, int]]:
+    """(relative path, size) of the row files under an artifact folder, in path order."""
+    fs, p = _fs(folder)
+    if not fs.isdir(p):
+        return []
+    out = []
+    for full, info in sorted(fs.find(p, detail=True).items()):
+        rel = posixpath.relpath(full, p)
+        if rel != RECORD and rel.endswith(ROW_SUFFIXES) and info.get("type") == "file":
+            out.append((rel, int(info.get("size") or 0)))
+    return out
+
+
+def copy_rows(folder: str, here: Path) -> int:
+    """Copy the row files of the artifact at `folder` into `here`, each gzip-compressed (mtime 0, so
+    the same rows give the same bytes; a file already gzipped is copied as is); returns the bytes
+    written."""
+    fs, _ = _fs(folder)
+    written = 0
+    for rel, _size in _row_files(folder):
+        with fs.open(posixpath.join(_fs(folder)[1], rel), "rb") as f:
+            data = f.read()
+        target = here / (rel if rel.endswith(".gz") else rel + ".gz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not rel.endswith(".gz"):
+            data = gzip.compress(data, mtime=0)
+        target.write_bytes(data)
+        written += len(data)
+    return written
+
+
 def snapshot(reports: list[Artifact], dest: str) -> list[Artifact]:
     """Copy each report's files and its upstream records into `dest`, laid out as a prefix, replacing
-    an earlier snapshot; returns the copies. Raises `InputError` for big files or a non-snapshot `dest`."""
+    an earlier snapshot; with them the rows its numbers come from (`ROW_ARTIFACTS`' files, gzipped,
+    within `SNAPSHOT_ROWS_BUDGET`). Every record and the manifest name paths logically (`logical`).
+    Returns the copies. Raises `InputError` for big report files, rows over the budget, or a
+    non-snapshot `dest`."""
     if os.path.isdir(dest) and os.listdir(dest) and not os.path.exists(os.path.join(dest, SNAPSHOT_MANIFEST)):
         raise InputError(f"{dest}: refusing to replace a folder that is not a snapshot (no {SNAPSHOT_MANIFEST})")
     if any(os.path.abspath(r.path).startswith(os.path.abspath(dest) + os.sep) for r in reports):
         raise InputError(f"{dest}: a snapshot cannot be taken from itself")
     shutil.rmtree(dest, ignore_errors=True)
-    copied = []
+    copied, rows_bytes, row_sets = [], 0, []
     for report in reports:
+        roots = [r for r in (report.root, _prefix_of(report.record.get("output_path", ""), report.record)) if r]
         here = os.path.join(dest, report.record["name"], report.record["version"])
         os.makedirs(here)
-        for name in [*report.files(), RECORD]:
+        for name in report.files():
             fs, p = _fs(posixpath.join(report.path, name))
             if fs.isdir(p) or fs.size(p) > SNAPSHOT_MAX_BYTES:
                 raise InputError(f"{report.path}/{name}: a snapshot holds small files only (2 MiB at most)")
             fs.get(p, os.path.join(here, name))
-        for dep, _, rec in upstream(report):
-            if rec:
-                folder = Path(dest, *dep.rpartition("@")[::2])
-                folder.mkdir(parents=True, exist_ok=True)
-                (folder / RECORD).write_text(json.dumps(rec, indent=2) + "\n")
+        Path(here, RECORD).write_text(json.dumps(logical(report.record, roots), indent=2) + "\n")
+        for dep, path, rec in upstream(report):
+            if not rec:
+                continue
+            folder = Path(dest, *dep.rpartition("@")[::2])
+            folder.mkdir(parents=True, exist_ok=True)
+            dep_roots = [*roots, _prefix_of(rec.get("output_path", ""), rec) or ""]
+            (folder / RECORD).write_text(json.dumps(logical(rec, dep_roots), indent=2) + "\n")
+            # Rows are read where the record says they were built, else from the prefix read from.
+            where = [w for w in (path, report.root and posixpath.join(report.root, *dep.rpartition("@")[::2])) if w]
+            src = next((w for w in where if os.path.isdir(w) or (not _is_local(w) and exists(w))), None)
+            if rec.get("name", "").startswith(ROW_ARTIFACTS) and src and (n := copy_rows(src, folder)):
+                rows_bytes += n
+                row_sets.append(dep)
         copied.append(read_artifact(here))
-    manifest = {"from": [r.path for r in reports], "reports": [r.ident for r in reports]}
+    if rows_bytes > SNAPSHOT_ROWS_BUDGET:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise InputError(f"{dest}: {rows_bytes:,} bytes of rows exceed the snapshot budget of {SNAPSHOT_ROWS_BUDGET:,}")
+    manifest = {
+        "from": [f"{LOGICAL_PREFIX}/{r.record['name']}/{r.record['version']}" for r in reports],
+        "reports": [r.ident for r in reports],
+        "rows": sorted(set(row_sets)),
+        "rows_bytes": rows_bytes,
+        "rows_budget_bytes": SNAPSHOT_ROWS_BUDGET,
+    }
     Path(dest, SNAPSHOT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return copied
 

@@ -5,7 +5,7 @@ Each step runs the stage's function on its config, built from the artifacts it r
 from __future__ import annotations
 
 from terminalworld.pipeline import artifacts
-from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, config_step
+from terminalworld.pipeline.step import AgentGrade, EchoArm, Report, Scores, SimGrade, Site, Tokenized, config_step
 from terminalworld.report.echo import EchoReportConfig, write_echo_report
 from terminalworld.report.grades import ReportConfig, write_report
 from terminalworld.report.pilot import PilotReportConfig, write_pilot_report
@@ -80,11 +80,17 @@ def pilot_report(
     grades: list[AgentGrade],
     sims: list[SimGrade],
     departures: list[str],
+    ladder: dict[str, list[AgentGrade]] | None = None,
+    training: dict[str, Tokenized] | None = None,
+    scale_sequences: dict[str, int] | None = None,
     version: str,
 ) -> Report:
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
-    (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix, the simulator
-    grades, and the departures from the write-up in plain words."""
+    (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix (and on the
+    other levels of the task ladder, `ladder`), the simulator grades, and the departures from the
+    write-up in plain words; with `training` (arm → tokenized artifact) and `scale_sequences`
+    (scale → packed sequences trained), what each scale trained on."""
+    ladder, training = ladder or {}, training or {}
     config = lambda ctx: PilotReportConfig(  # noqa: E731
         scores={s.model_name: s.at(ctx, s.file) for s in scores},
         out=ctx.output_path,
@@ -94,6 +100,9 @@ def pilot_report(
         grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
         sims=_sims(ctx, sims),
         departures=list(departures),
+        ladder={lv: {g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in gs} for lv, gs in ladder.items()},
+        training={arm: t.at(ctx) for arm, t in training.items()},
+        scale_sequences=dict(scale_sequences or {}),
     )
-    deps = [*scores, *grades, *sims]
+    deps = [*scores, *grades, *sims, *(g for gs in ladder.values() for g in gs), *training.values()]
     return Report(config_step(artifacts.PILOT_REPORT, write_pilot_report, config, version=version, deps=deps))

@@ -24,6 +24,7 @@ from typing import Protocol
 
 import numpy as np
 
+from terminalworld.core.batching import until_stop as _until_stop
 from terminalworld.core.decoding import hf_sample
 from terminalworld.core.render import Renderer
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory
@@ -65,6 +66,9 @@ class HFGenerator:
         device: str = "cpu",
         reuse_cache: bool = False,
     ):
+        from terminalworld.core.threads import ensure_threads
+
+        ensure_threads()  # this process's share of the cores, unless its entry point chose one
         self.model = model.to(device).eval()
         self.stop, self.pad, self.batch_size, self.device = stop, pad, batch_size, device
         self.reuse_cache = reuse_cache
@@ -168,12 +172,6 @@ class VLLMGenerator:
         )
         outs = self.llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
         return [_until_stop(list(o.outputs[0].token_ids), self.stop) for o in outs]
-
-
-def _until_stop(ids: list[int], stop: list[int]) -> list[int]:
-    """`ids` up to its first stop token (padding after a finished row included)."""
-    cut = next((i for i, t in enumerate(ids) if t in stop), None)
-    return ids if cut is None else ids[: cut + 1]
 
 
 @dataclass(frozen=True)

@@ -252,8 +252,23 @@ class TimedShell:
             self.seconds.append(time.monotonic() - start)
 
 
+def confusion(real: list[bool], simulated: list[bool]) -> dict[str, int]:
+    """The confusion table of episodes, real outcome against simulated outcome (aligned lists)."""
+    pairs = list(zip(real, simulated, strict=True))
+    return {
+        "real_solved_sim_solved": sum(r and s for r, s in pairs),
+        "real_solved_sim_failed": sum(r and not s for r, s in pairs),
+        "real_failed_sim_solved": sum(not r and s for r, s in pairs),
+        "real_failed_sim_failed": sum(not r and not s for r, s in pairs),
+    }
+
+
 def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_seconds: list[float]) -> dict[str, Any]:
-    """Divergence, outcome agreement, the sim-to-real gap and the cost per turn and per episode."""
+    """Divergence, outcome agreement, the sim-to-real gap, the cost per turn and per episode, and two
+    confusion tables over the episodes: the same agent's solve against the real sandbox alone (real)
+    against its solve when the simulator answered (`confusion`: the verifier on the shadow), and
+    against what it believed from the simulator (`belief_confusion`: it submitted). Only where both
+    real outcomes occur can agreement say more than how often the simulator printed the sentinel."""
     turns = [t for e in episodes for t in e.turns]
     first = [e.first_divergence for e in episodes]
     sim_reward = statistics.fmean(e.reward for e in episodes) if episodes else None
@@ -269,6 +284,13 @@ def loop_summary(episodes: list[LoopEpisode], real_rewards: list[float], real_se
         "reward_against_simulator": sim_reward,
         "reward_against_sandbox": real_reward,
         "sim_to_real_gap": None if sim_reward is None or real_reward is None else real_reward - sim_reward,
+        "real_outcomes_both": len({r >= 1.0 for r in real_rewards}) == 2,
+        "confusion": confusion([r >= 1.0 for r in real_rewards], [e.reward >= 1.0 for e in episodes])
+        if len(real_rewards) == len(episodes)
+        else None,
+        "belief_confusion": confusion([r >= 1.0 for r in real_rewards], [e.believed_solved for e in episodes])
+        if len(real_rewards) == len(episodes)
+        else None,
         **route_shares(turns),
         "seconds_per_simulated_turn": mean(t.sim_seconds for t in turns) if turns else None,
         "tokens_per_simulated_turn": mean(t.sim_tokens for t in turns) if turns else None,

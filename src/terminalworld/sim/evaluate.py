@@ -4,7 +4,9 @@ answers an agent's commands on generated tasks with a real shadow sandbox beside
 `sim.closed_loop`).
 
 Rows are the held-out schema; probe rows add their `family`, which replaces the command family in
-the breakdowns. With `all_depths`, every observation of a row is generated from its own real prefix
+the breakdowns. Each row's target is classed (`eval.targets`: sentinel, copy, read, predict) and the
+summary gives the rates per class and its headline on read + predict, the targets a simulator must
+read or predict rather than echo or copy. With `all_depths`, every observation of a row is generated from its own real prefix
 (free-running fidelity per depth). Output, as the scorer writes it: one JSON row per input row,
 appended to `OUT.partial` as each finishes, so a rerun resumes; then `OUT` atomically, the rows in
 input order and one `{"_summary": true, ...}` row with the rates, the breakdowns by family and by
@@ -27,8 +29,9 @@ from terminalworld.core.render import build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
 from terminalworld.corpus.actions import action_message
-from terminalworld.corpus.solver import plan
+from terminalworld.corpus.solver import plan, wrong_fix
 from terminalworld.errors import InputError
+from terminalworld.eval.targets import CLASSES, classify, headline
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
@@ -62,6 +65,9 @@ class SimEvalConfig(GroundingOptions):
     )
     agent: Literal["solver", "model"] = option("solver", help="tier 3's agent: the solver's script or a model")
     agent_model: str | None = option(None, help="tier 3: the agent's checkpoint (with --agent model)")
+    wrong_share: float = option(
+        0.0, minimum=0, help="tier 3, --agent solver: the share of tasks it fixes wrongly (seeded by --seed)"
+    )
     max_turns: int = option(12, minimum=1, help="tier 3: the harness's turn limit")
     context_tokens: int = option(8192, minimum=1, help="tier 3: the agent's context")
     max_tokens_per_turn: int = option(256, minimum=1, help="tier 3: the agent's tokens per reply")
@@ -75,7 +81,7 @@ class SimEvalConfig(GroundingOptions):
     backend: Literal["hf", "vllm"] = option("hf")
     dtype: Literal["float32", "bfloat16"] = option("float32")
     device: Literal["cpu", "cuda"] = option("cpu")
-    batch_size: int = option(1, minimum=1, help="prompts per HF generate call")
+    batch_size: int = option(1, minimum=1, help="rows served together: prompts per HF generate call")
 
 
 def bucket(chars: int) -> str:
@@ -89,56 +95,79 @@ def _compare(generated: str, capped: bool, target: str, n_cap: int) -> dict[str,
     return fidelity(text, target)
 
 
-def _observations(sim: Simulator, traj, turns: list[int], grounder: Grounder | None) -> tuple[list[Simulated], dict]:
-    """Each turn's observation: generated (with its grounding block), or, in hybrid mode, served
-    exactly by the shadow when the router says so; and the turns' grounding."""
-    grounded = grounder.trajectory(traj, turns) if grounder else {}
-    generate = [t for t in turns if t not in grounded or grounded[t].served is None]
-    blocks = blocks_of(grounded)
-    made = dict(zip(generate, sim.simulate([(traj, t) for t in generate], [blocks] * len(generate)), strict=True))
-    for t in turns:
-        if t not in made:
-            made[t] = Simulated(text=grounded[t].served, tokens=0, capped=False, prompt_tokens=0)
-    return [made[t] for t in turns], grounded
+def _observations(
+    sim: Simulator, jobs: list[tuple[Any, list[int]]], grounder: Grounder | None
+) -> list[tuple[list[Simulated], dict]]:
+    """Each (trajectory, turns)'s observations: generated (with its grounding block), or, in hybrid
+    mode, served exactly by the shadow when the router says so; and the turns' grounding. Every
+    generated observation of the jobs goes to the generator in one call, so rows are served
+    together (batched, `--batch-size` at a time)."""
+    requests, blocks, planned = [], [], []
+    for traj, turns in jobs:
+        grounded = grounder.trajectory(traj, turns) if grounder else {}
+        generate = [t for t in turns if t not in grounded or grounded[t].served is None]
+        requests += [(traj, t) for t in generate]
+        blocks += [blocks_of(grounded)] * len(generate)
+        planned.append((turns, grounded, generate))
+    made_all = iter(sim.simulate(requests, blocks)) if requests else iter(())
+    out = []
+    for turns, grounded, generate in planned:
+        made = {t: next(made_all) for t in generate}
+        for t in turns:
+            if t not in made:
+                made[t] = Simulated(text=grounded[t].served, tokens=0, capped=False, prompt_tokens=0)
+        out.append(([made[t] for t in turns], grounded))
+    return out
 
 
 def evaluate_rows(
     cfg: SimEvalConfig, sim: Simulator, rows: list[dict[str, Any]], done: dict, grounder: Grounder | None = None
 ) -> Iterator[dict[str, Any]]:
-    """Generate and compare every pending row (yielding each as it finishes)."""
+    """Generate and compare every pending row, `cfg.batch_size` rows served together (yielding
+    each as its group finishes, in input order)."""
     from tqdm import tqdm
 
-    for row in tqdm([r for r in rows if r["instance_id"] not in done], desc="sim-eval", unit="row"):
-        traj = heldout_trajectory(row)
-        turns = list(range(len(traj.turns))) if cfg.all_depths else [len(traj.turns) - 1]
-        sims, grounded = _observations(sim, traj, turns, grounder)
-        parts = []
-        for t, s in zip(turns, sims, strict=True):
-            target = traj.turns[t].observation.removeprefix(OBSERVATION_PREFIX)
-            family = row.get("family") or command_family(extract_command(traj.turns[t].action))
-            parts.append((t, s, target, family, _compare(s.text, s.capped, target, cfg.max_new_tokens)))
-        _, s, target, family, scores = parts[-1]
-        out = {
-            "instance_id": row["instance_id"],
-            "repo": row.get("repo"),
-            "grounding": cfg.grounding,
-            **(grounded[turns[-1]].record() if grounder else {}),
-            "family": family,
-            "target_chars": len(target),
-            "bucket": bucket(len(target)),
-            "generated": s.text,
-            "target": target,
-            "capped": s.capped,
-            "generated_tokens": s.tokens,
-            "prompt_tokens": s.prompt_tokens,
-            **scores,
-        }
-        if cfg.all_depths:
-            out["depths"] = [
-                {"depth": t + 1, "family": f, "capped": x.capped, **{k: sc[k] for k in _DEPTH_KEYS}}
-                for t, x, _, f, sc in parts
-            ]
-        yield out
+    pending = [r for r in rows if r["instance_id"] not in done]
+    with tqdm(total=len(pending), desc="sim-eval", unit="row") as bar:
+        for k in range(0, len(pending), cfg.batch_size):
+            group = pending[k : k + cfg.batch_size]
+            trajs = [heldout_trajectory(row) for row in group]
+            turns = [list(range(len(t.turns))) if cfg.all_depths else [len(t.turns) - 1] for t in trajs]
+            served = _observations(sim, list(zip(trajs, turns, strict=True)), grounder)
+            for row, traj, ts, (sims, grounded) in zip(group, trajs, turns, served, strict=True):
+                yield _row(cfg, row, traj, ts, sims, grounded, grounder is not None)
+            bar.update(len(group))
+
+
+def _row(cfg: SimEvalConfig, row, traj, turns, sims, grounded, grounding: bool) -> dict[str, Any]:
+    parts = []
+    for t, s in zip(turns, sims, strict=True):
+        target = traj.turns[t].observation.removeprefix(OBSERVATION_PREFIX)
+        family = row.get("family") or command_family(extract_command(traj.turns[t].action))
+        parts.append((t, s, target, family, _compare(s.text, s.capped, target, cfg.max_new_tokens)))
+    _, s, target, family, scores = parts[-1]
+    out = {
+        "instance_id": row["instance_id"],
+        "repo": row.get("repo"),
+        "grounding": cfg.grounding,
+        **(grounded[turns[-1]].record() if grounding else {}),
+        "family": family,
+        "target_class": classify(row),
+        "target_chars": len(target),
+        "bucket": bucket(len(target)),
+        "generated": s.text,
+        "target": target,
+        "capped": s.capped,
+        "generated_tokens": s.tokens,
+        "prompt_tokens": s.prompt_tokens,
+        **scores,
+    }
+    if cfg.all_depths:
+        out["depths"] = [
+            {"depth": t + 1, "family": f, "capped": x.capped, **{k: sc[k] for k in _DEPTH_KEYS}}
+            for t, x, _, f, sc in parts
+        ]
+    return out
 
 
 _DEPTH_KEYS = ("exact_match", "similarity", "line_f1", "degenerate")
@@ -175,6 +204,10 @@ def summarize(rows: list[dict[str, Any]], cfg: SimEvalConfig, model_name: str) -
         **_rates(rows),
         "by_family": {f: _rates([r for r in rows if r["family"] == f]) for f in sorted({r["family"] for r in rows})},
         "by_bucket": {b: _rates([r for r in rows if r["bucket"] == b]) for _, b in BUCKETS},
+        # What the grade can carry: the target classes (`eval.targets`), the headline on read + predict,
+        # so that a sentinel echo or a copy of the context never lifts it.
+        "by_class": {c: _rates([r for r in rows if r.get("target_class") == c]) for c in CLASSES},
+        "headline": _rates([r for r in rows if headline(r.get("target_class"))]),
     }
     if cfg.grounding == "hybrid":
         exact = [r for r in rows if r.get("route") == "exact"]
@@ -220,6 +253,9 @@ def sim_eval(cfg: SimEvalConfig) -> dict[str, Any]:
     if cfg.agent == "model" and not cfg.agent_model:
         raise InputError("--agent model needs --agent-model")
     _resume_check(cfg)  # before the model loads
+    from terminalworld.core.threads import set_threads
+
+    set_threads()  # the simulator and tier 3's agent take turns: one model runs at a time
     sim = simulator(cfg)
     return loop_file(cfg, sim) if cfg.tasks else evaluate_file(cfg, sim)
 
@@ -237,7 +273,8 @@ def _resume_check(cfg: SimEvalConfig) -> None:
 def _agent(cfg: SimEvalConfig, task: Path, harness: HarnessConfig, model) -> Agent:
     if cfg.agent == "model":
         return ModelAgent(model, harness)
-    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"))])
+    wrong = wrong_fix(cfg.seed, task.name, cfg.wrong_share)
+    return ScriptedAgent([action_message(s) for s in plan(task, random.Random(f"{cfg.seed}:{task.name}"), wrong=wrong)])
 
 
 def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
@@ -280,6 +317,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             yield {
                 "instance_id": task.name,
                 "grounding": cfg.grounding,
+                "wrong_fix": cfg.agent == "solver" and wrong_fix(cfg.seed, task.name, cfg.wrong_share),
                 **loop.row(),
                 "real": {"reward": reward, "outcome": outcome, "seconds": seconds},
             }
@@ -296,6 +334,7 @@ def loop_file(cfg: SimEvalConfig, sim: Simulator) -> dict[str, Any]:
             "tier": 3,
             "grounding": cfg.grounding,
             "agent": cfg.agent,
+            "wrong_share": cfg.wrong_share if cfg.agent == "solver" else None,
             **stats,
         }
 

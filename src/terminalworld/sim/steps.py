@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from terminalworld.grounding.snapshots import GITHUB, StoreConfig, build_store_from
 from terminalworld.pipeline import artifacts
@@ -67,14 +67,21 @@ def sim_grade(
     tasks: TaskSet | None = None,
     decoding: Decoding,
     chat_template_from: Model | None = None,
+    wrong_share: float = 0.0,
+    agent: tuple[Model, Any] | None = None,
     resources=None,
     version: str,
 ) -> SimGrade:
     """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3),
-    rendered with `chat_template_from`'s chat template if given (a base model)."""
+    rendered with `chat_template_from`'s chat template if given (a base model); on tasks, the
+    solver's episodes make wrong fixes for a `wrong_share` of them (seeded), so outcomes differ; or
+    `agent` (a checkpoint and its episode limits) acts instead of the solver."""
     if sum(x is not None for x in (heldout, probes, tasks)) != 1:
         raise ValueError("a simulator grade reads one of heldout, probes and tasks")
     tier = 1 if heldout else 2 if probes else 3
+    checkpoint, limits = agent if agent is not None and tasks is not None else (None, None)
+    # The episode's limits only: sim-eval's one temperature is the simulator's and the agent's.
+    caps = {k: getattr(limits, k) for k in ("max_turns", "context_tokens", "max_tokens_per_turn")} if limits else {}
 
     def config(ctx) -> SimEvalConfig:
         if heldout:
@@ -86,11 +93,15 @@ def sim_grade(
             out=os.path.join(ctx.output_path, artifacts.SIM_ROWS),
             model_name=model_name,
             chat_template_from=model_path(ctx, chat_template_from),
+            wrong_share=wrong_share if tasks is not None else 0.0,
+            agent="model" if checkpoint is not None else "solver",
+            agent_model=model_path(ctx, checkpoint),
+            **caps,
             **source,
             **asdict(decoding),
         )
 
-    deps = [model, heldout, probes, tasks, chat_template_from]
+    deps = [model, heldout, probes, tasks, chat_template_from, checkpoint]
     # The rows file resumes from what a preempted run put back (`local`).
     step = config_step(
         artifacts.sim_grade(tier, model_name),

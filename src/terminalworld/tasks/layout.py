@@ -10,7 +10,9 @@
 
 The verifier is the one Harbor runs: `bash /tests/test.sh` inside the environment, with the
 repository at /testbed, printing one line per case to /logs/verifier/cases.jsonl and the reward to
-/logs/verifier/reward.txt. Both are written by a script that runs the code under test, which can
+/logs/verifier/reward.txt. Python reads no bytecode from the repository (a fresh cache prefix), and
+the task's failing cases go beyond the one the instruction shows, so neither a planted `.pyc` nor a
+hard-coded example passes. Both are written by a script that runs the code under test, which can
 write anything there, kill the script or read what it reads, so no verdict made inside can be
 trusted. Where the project runs the verifier (`verify`, and the Harbor sandbox environment) the
 verdict is the host's (`verdict`): the sandbox sees the cases without their expected values
@@ -42,6 +44,9 @@ from terminalworld.errors import InputError, VerifierError
 REPO_DIR = "environment/repo"
 REWARD_BYTES = 64
 CASES_BYTES = 8 << 20  # more case output than this is flooding: a failed check
+VERIFIER_FILES = 256  # what the host keeps of a folder it downloads: at most this many entries ...
+VERIFIER_BYTES = 16 << 20  # ... and bytes; the rest is dropped, named in DROPPED_NOTE
+DROPPED_NOTE = "dropped.txt"
 _REWARD = re.compile(rb"[ \t]*(\d+(?:\.\d+)?)[ \t]*\n?")
 CHECK_SCRIPT = Path(__file__).with_name("casecheck.py")
 
@@ -49,10 +54,13 @@ TEST_SH = """#!/bin/bash
 # Runs FAIL_TO_PASS and PASS_TO_PASS cases; reward 1 only when every case passes.
 cd /testbed
 mkdir -p /logs/verifier
-# The repository as submitted, for the agent grade's steps of a fix (agent/process.py).
-git -c safe.directory='*' diff --no-color > /logs/verifier/submission.diff 2>/dev/null || true
-PYTHONDONTWRITEBYTECODE=1 python3 /tests/check.py /tests/cases.json > /logs/verifier/cases.jsonl 2>&1
+# Bytecode is never read from the repository (a planted .pyc stamped like its source would run in
+# its place): a fresh, empty cache outside it, and nothing written.
+cache=$(mktemp -d)
+PYTHONDONTWRITEBYTECODE=1 PYTHONPYCACHEPREFIX="$cache" python3 -B /tests/check.py /tests/cases.json \
+  > /logs/verifier/cases.jsonl 2>&1
 status=$?
+rm -rf "$cache"
 cat /logs/verifier/cases.jsonl
 if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
 """
@@ -93,6 +101,8 @@ path = "{path}"
 line = {line}
 bug_kind = "{kind}"
 seed = {seed}
+level = "{level}"
+wrong_output = {wrong_output_toml}
 
 [verifier]
 timeout_sec = 120.0
@@ -122,14 +132,25 @@ def write_task(
     (task_dir / "solution").mkdir()
     shutil.move(str(repo_dir), task_dir / REPO_DIR)
     (task_dir / "environment" / "Dockerfile").write_text(DOCKERFILE)
-    (task_dir / "instruction.md").write_text(instruction)
-    (task_dir / "task.toml").write_text(TASK_TOML.format(**metadata))
+    write_instruction(task_dir, instruction=instruction, metadata=metadata)
     (task_dir / "tests" / "test.sh").write_text(TEST_SH)
     shutil.copyfile(CHECK_SCRIPT, task_dir / "tests" / "check.py")
     (task_dir / "tests" / "cases.json").write_text(json.dumps(cases, indent=1) + "\n")
     (task_dir / "solution" / "solve.sh").write_text(SOLVE_SH.format(patch=patch))
     for script in ("tests/test.sh", "solution/solve.sh"):
         os.chmod(task_dir / script, 0o755)
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string: JSON's escapes, plus the control character JSON leaves raw."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def write_instruction(task_dir: Path, *, instruction: str, metadata: dict[str, Any]) -> None:
+    """The task's `instruction.md` and `task.toml`: the two files a level of the ladder changes."""
+    (task_dir / "instruction.md").write_text(instruction)
+    toml = {**metadata, "wrong_output_toml": toml_string(str(metadata.get("wrong_output", "")))}
+    (task_dir / "task.toml").write_text(TASK_TOML.format(**{"level": "function", **toml}))
 
 
 @contextlib.contextmanager
@@ -171,20 +192,30 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
     return 0.0 if reward is None else reward
 
 
+BLIND_KEYS = ("id", "module", "function", "args")
+
+
 def blind_cases(cases: list[dict[str, Any]]) -> str:
-    """The task's cases as the sandbox may see them: without the expected values."""
-    return json.dumps([{k: v for k, v in c.items() if k != "expected"} for c in cases], indent=1) + "\n"
+    """The task's cases as the sandbox may see them: the calls alone, in the order of their ids,
+    without the expected values and without their kinds (code that reads them could otherwise tell
+    a failing case from a passing one, and answer each differently)."""
+    blind = [{k: c[k] for k in BLIND_KEYS if k in c} for c in sorted(cases, key=lambda c: str(c.get("id")))]
+    return json.dumps(blind, indent=1) + "\n"
 
 
 def blind_tests(cases: list[dict[str, Any]], root: str, relpath: str) -> None:
     """Make the verifier's tests folder `root/relpath` (holding the task's tests) one the host grades:
-    its cases without their expected values (`blind_cases`) and the host's own case runner, which
-    reports calls without them (a task made before the verdict moved to the host carries an older
-    one). Written through `walk.copy_in`, since the folder may sit in a tree a command wrote."""
+    its cases without their expected values (`blind_cases`), the host's own case runner, which
+    reports calls without them, and the host's own `test.sh` (a task made earlier carries older
+    ones). Written through `walk.copy_in`, since the folder may sit in a tree a command wrote."""
     with tempfile.TemporaryDirectory() as scratch_dir:
         blind = os.path.join(scratch_dir, "cases.json")
         Path(blind).write_text(blind_cases(cases))
         walk.copy_in(blind, root, f"{relpath}/cases.json")
+        script = os.path.join(scratch_dir, "test.sh")
+        Path(script).write_text(TEST_SH)
+        os.chmod(script, 0o755)
+        walk.copy_in(script, root, f"{relpath}/test.sh")
     walk.copy_in(str(CHECK_SCRIPT), root, f"{relpath}/check.py")
 
 

@@ -5,12 +5,23 @@ For each code tree, in an order seeded by `seed`:
    different hash seeds) and keep the calls whose results agree: the original behaviour.
 2. Inject one bug into a function (`bugs.inject`), re-run the calls in the sandbox, and keep the
    bug when some call now fails: those calls are FAIL_TO_PASS, and calls that still pass are
-   PASS_TO_PASS (other functions first).
-3. Write the task (`layout.write_task`): the repository with the bug committed as its only
-   commit, an issue-style instruction that shows one failing call and never the changed line, the
-   cases, and the reverse patch as the solution.
+   PASS_TO_PASS (a few of the function's own, then other functions').
+   A bug needs `HIDDEN_FAILING` failing calls beyond the one the instruction shows, so that
+   hard-coding the shown call (or reading it off the instruction) never passes, and at least two
+   expected values among the function's cases, so that no single guessed value passes.
+3. Write the task (`layout.write_task`): the repository with the bug committed as the only commit
+   of a fresh repository (no reflog, no object of the original), an issue-style instruction that
+   shows one failing call and as much more as the task's level gives, the cases, and the reverse patch as the
+   solution.
 4. Validate it as Harbor's verifier would: the original passes, the bugged copy fails, the oracle
    solution fixes it. A task that fails any check is dropped and counted in `manifest.json`.
+
+The instruction is written at one level of a ladder of help (`LEVELS`), declared before any model
+is graded: `issue` shows the failing call and its wrong output as a user would report it (no file,
+no hint of where the bug is); `function` adds the file that defines the function and the
+reproduction command; `pinpoint` adds the buggy line, quoted with its number, and the kind of
+change it needs. `--level ladder` writes every level from the same bugs, one suite per level under
+`OUT/<level>/`: only `instruction.md` and the level in `task.toml` differ between them.
 
 Everything is seeded by (seed, repo), so the same seed and trees give the same tasks.
 """
@@ -27,7 +38,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm import tqdm
 
@@ -49,9 +60,21 @@ from terminalworld.options import option
 from terminalworld.tasks import layout
 from terminalworld.tasks.bugs import Bug, has_candidates, inject
 
+LEVELS = ("issue", "function", "pinpoint")
+# What the pinpoint level says about the change each kind of bug needs (never the fixed text).
+CHANGE_HINTS = {
+    "flip_comparison": "A comparison operator on that line is the wrong way round (such as `<` for `<=`, or `==` for `!=`).",
+    "off_by_one": "An integer constant on that line is off by one.",
+    "wrong_operator": "An operator on that line is the wrong one (such as `+` for `-`, or `and` for `or`).",
+    "wrong_constant": "A boolean constant on that line is inverted.",
+    "swapped_arguments": "Two arguments of a call that starts on that line are in the wrong order.",
+    "dropped_branch": "An `if` statement, with its body, is missing just before that line.",
+}
 MIN_CALLS = 3  # a function needs this many stable calls before a bug in it can be tested
 MAX_FAIL_TO_PASS = 5
+HIDDEN_FAILING = 2  # failing cases beyond the instruction's example: hard-coding the example never passes
 MAX_PASS_TO_PASS = 5
+OWN_PASS_TO_PASS = 2  # of the bugged function's passing calls among PASS_TO_PASS, when it has them
 
 
 @dataclass(frozen=True)
@@ -70,6 +93,19 @@ class MakeTasksConfig:
     max_modules: int = option(6, minimum=1, help="modules of a repository tried before giving up on it")
     max_bugs: int = option(12, minimum=1, help="bugs tried per function")
     workers: int = option(0, minimum=0, help="repositories in parallel (0: one per core)")
+    level: Literal["issue", "function", "pinpoint", "ladder"] = option(
+        "function", help="help in the instruction: issue, function, pinpoint, or ladder (each level in OUT/<level>/)"
+    )
+
+
+def levels(cfg: MakeTasksConfig) -> tuple[str, ...]:
+    """The levels a run writes."""
+    return LEVELS if cfg.level == "ladder" else (cfg.level,)
+
+
+def level_dir(out: Path, cfg: MakeTasksConfig, level: str) -> Path:
+    """Where the suite of `level` goes: `out` itself for one level, `out/<level>` for the ladder."""
+    return out / level if cfg.level == "ladder" else out
 
 
 def _cases(module: str, function: str, calls: list[list[str]]) -> list[dict[str, Any]]:
@@ -113,18 +149,30 @@ def _outcomes(sandbox: Sandbox, probe: Path, cases: list[dict[str, Any]]) -> dic
     return rows if not result.limits and len(rows) == len(cases) else None
 
 
-def _instruction(module: str, function: str, case: dict[str, Any], got: str, path: str) -> str:
-    args = case["args"][1:-1].rstrip(",")
-    call = f"{function}({args})"
-    return (
+def instruction(level: str, *, module: str, case: dict[str, Any], got: str, path: str, bug: Bug) -> str:
+    """The issue at `level` of the ladder (see the module docstring) for the first failing `case`,
+    whose call returns `got` under `bug` in file `path`."""
+    function = bug.function
+    call = f"{function}({case['args'][1:-1].rstrip(',')})"
+    shown = f"```python\n>>> from {module} import {function}\n>>> {call}\n{got}\n```\n\n"
+    fix = f"Fix the bug in the source so that `{function}` behaves correctly again; do not change the tests or the call above.\n"
+    if level == "issue":
+        return (
+            f"# `{function}` returns a wrong result\n\n`{function}` gives a different answer than it used to:\n\n"
+            f"{shown}The expected result is `{case['expected']}`. {fix}"
+        )
+    text = (
         f"# `{module}.{function}` returns a wrong result\n\n"
-        f"`{function}` (defined in `{path}`) gives a different answer than it used to:\n\n"
-        f"```python\n>>> from {module} import {function}\n>>> {call}\n{got}\n```\n\n"
+        f"`{function}` (defined in `{path}`) gives a different answer than it used to:\n\n{shown}"
         f"The expected result is `{case['expected']}`.\n\n"
         f'Reproduce it from the repository root with `python3 -c "from {module} import {function}; '
-        f'print(repr({call}))"`. Fix the bug in the source so that `{function}` behaves correctly again; '
-        "do not change the tests or the call above.\n"
+        f'print(repr({call}))"`. {fix}'
     )
+    if level == "pinpoint":
+        line = bug.source.splitlines()[bug.line - 1].strip()
+        text += f"\nThe bug is at line {bug.line} of `{path}`, which reads:\n\n```python\n{line}\n```\n\n"
+        text += CHANGE_HINTS[bug.kind] + "\n"
+    return text
 
 
 def _patch(repo: Path, rel: str, original: str) -> str:
@@ -138,9 +186,16 @@ def _patch(repo: Path, rel: str, original: str) -> str:
 
 
 def _commit_bug(repo: Path, rel: str, bug: Bug) -> None:
-    """Rewrite the repository's only commit so it holds the bug: `git diff` and `git log` show nothing."""
+    """Make `repo` a fresh repository whose only commit holds the bug: `git diff` and `git log` show
+    nothing, and nothing in `.git` holds the original (an amended commit would leave it in the reflog
+    and as an unreachable object, one `git checkout HEAD@{1} -- .` from the fix). No reflog is kept."""
+    message = git(repo, "log", "-1", "--format=%B").strip()
+    shutil.rmtree(repo / ".git")
     (repo / rel).write_text(bug.source)
-    git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "core.logAllRefUpdates=false", "commit", "-q", "-m", message)
+    shutil.rmtree(repo / ".git" / "logs", ignore_errors=True)
     normalize_times(repo)
 
 
@@ -183,7 +238,18 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
                 if not failing:
                     dropped["bug_not_observable"] += 1
                     continue
-                passing = [c for c in others + own if outcomes[c["id"]]["passed"]]
+                if len(failing) < 1 + HIDDEN_FAILING:
+                    dropped["too_few_failing_cases"] += 1
+                    continue
+                # Some of the function's own passing calls first: code that tells the verifier apart
+                # cannot then pass by returning one guessed value (or the bugged one's opposite).
+                own_passing = [c for c in own if outcomes[c["id"]]["passed"]]
+                passing = own_passing[:OWN_PASS_TO_PASS] + [c for c in others if outcomes[c["id"]]["passed"]]
+                passing += own_passing[OWN_PASS_TO_PASS:]
+                graded = failing[:MAX_FAIL_TO_PASS] + own_passing[:OWN_PASS_TO_PASS]
+                if len({c["expected"] for c in graded if c["function"] == function}) < 2:
+                    dropped["one_expected_value"] += 1
+                    continue
                 task = _write(
                     tree=tree,
                     cfg=cfg,
@@ -233,15 +299,11 @@ def _write(
     patch = _patch(bugged, rel, source)
     cases = [{**c, "kind": "FAIL_TO_PASS"} for c in f2p] + [{**c, "kind": "PASS_TO_PASS"} for c in p2p]
     metadata = {"repo": tree.repo, "version": tree.version, "module": module, "function": bug.function}
-    metadata |= {"kind": bug.kind, "seed": cfg.seed, "path": rel, "line": bug.line}
+    metadata |= {"kind": bug.kind, "seed": cfg.seed, "path": rel, "line": bug.line, "wrong_output": got}
     staging = work / f"task-{task_id}"
+    text = {level: instruction(level, module=module, case=f2p[0], got=got, path=rel, bug=bug) for level in LEVELS}
     layout.write_task(
-        staging,
-        repo_dir=bugged,
-        instruction=_instruction(module, bug.function, f2p[0], got, rel),
-        cases=cases,
-        patch=patch,
-        metadata=metadata,
+        staging, repo_dir=bugged, instruction=text["function"], cases=cases, patch=patch, metadata=metadata
     )
     checks = {}
     for check, repo, solve in (("original", work / "orig", False), ("bugged", None, False), ("oracle", None, True)):
@@ -250,8 +312,12 @@ def _write(
     if checks != {"original": 1.0, "bugged": 0.0, "oracle": 1.0}:
         shutil.rmtree(staging)
         return None
-    shutil.rmtree(out / task_id, ignore_errors=True)  # a task of an earlier, interrupted run
-    shutil.move(str(staging), out / task_id)
+    for level in levels(cfg):  # the same validated task, each level's instruction
+        dest = level_dir(out, cfg, level) / task_id
+        shutil.rmtree(dest, ignore_errors=True)  # a task of an earlier, interrupted run
+        shutil.copytree(staging, dest, symlinks=True)
+        layout.write_instruction(dest, instruction=text[level], metadata=metadata | {"level": level})
+    shutil.rmtree(staging)
     return {"task_id": task_id, **metadata, "fail_to_pass": len(f2p), "pass_to_pass": len(p2p)}
 
 
@@ -271,7 +337,8 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
         raise InputError("no code tree left after --repos / --exclude-repos")
     random.Random(cfg.seed).shuffle(trees)
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    for level in levels(cfg):
+        level_dir(out, cfg, level).mkdir(parents=True, exist_ok=True)
     workers = cfg.workers or os.cpu_count() or 1
     tasks: list[dict] = []
     dropped: Counter = Counter()
@@ -289,20 +356,19 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
         for start in range(0, len(trees), workers):
             for made, lost in pool.map(job, trees[start : start + workers]):
                 if len(tasks) >= cfg.n:
-                    for extra in made:
-                        shutil.rmtree(out / extra["task_id"])
+                    _remove(out, cfg, made)
                     continue
                 tried += 1
                 dropped += lost
                 kept = made[: cfg.n - len(tasks)]
-                for extra in made[len(kept) :]:
-                    shutil.rmtree(out / extra["task_id"])
+                _remove(out, cfg, made[len(kept) :])
                 tasks += kept
                 bar.update(len(kept))
             if len(tasks) >= cfg.n:
                 break
     manifest = {
         "config": {k: v for k, v in vars(cfg).items() if k not in ("out", "workers")},
+        "levels": list(levels(cfg)),
         "tasks": tasks,
         "repos": sorted({t["repo"] for t in tasks}),
         "repos_tried": tried,
@@ -312,5 +378,18 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
         "exclude_malformed": tally.counts["malformed"],
         "exclude_bad_lines": tally.bad_lines,
     }
+    suites = {
+        level: manifest | {"level": level, "tasks": [t | {"level": level} for t in tasks]} for level in levels(cfg)
+    }
+    for level, suite in suites.items():  # each level is a suite of its own (`layout.task_order`)
+        write_json(str(level_dir(out, cfg, level) / "manifest.json"), suite)
+    if cfg.level != "ladder":
+        return suites[cfg.level]
     write_json(str(out / "manifest.json"), manifest)
     return manifest
+
+
+def _remove(out: Path, cfg: MakeTasksConfig, made: list[dict]) -> None:
+    for extra in made:
+        for level in levels(cfg):
+            shutil.rmtree(level_dir(out, cfg, level) / extra["task_id"])

@@ -9,6 +9,7 @@ from typing import Literal
 
 import numpy as np
 
+from terminalworld.core import terminal
 from terminalworld.core.render import ARMS, Rendered
 from terminalworld.errors import InputError
 from terminalworld.options import option
@@ -19,15 +20,17 @@ _RESET = "\x1b[0m"
 _OPEN, _CLOSE = "[[", "]]"
 
 
-def highlight(r: Rendered, arm: str, color: bool, max_chars: int | None = None) -> str:
+def highlight(r: Rendered, arm: str, color: bool, max_chars: int | None = None, *, inert: bool = False) -> str:
     """The rendered text with the arm's trained tokens marked: background colour by role on a
-    terminal, `[[...]]` around each trained run otherwise."""
+    terminal, `[[...]]` around each trained run otherwise; `inert`: the trajectory's own control
+    characters escaped (`core.terminal`), so only the marks drive a terminal."""
     trained = r.mask(arm)
+    safe = terminal.inert if inert else str
     roles = r.role_of_tokens()
     out, pos, run = [], 0, None
     for i, (s, e) in enumerate(r.offsets.tolist()):
         if s > pos:
-            out.append(r.text[pos:s])
+            out.append(safe(r.text[pos:s]))
         state = roles[i] if trained[i] else None
         if state != run:
             if run is not None:
@@ -35,11 +38,11 @@ def highlight(r: Rendered, arm: str, color: bool, max_chars: int | None = None) 
             if state is not None:
                 out.append(_COLORS[state] if color else _OPEN)
             run = state
-        out.append(r.text[max(s, pos) : e])
+        out.append(safe(r.text[max(s, pos) : e]))
         pos = max(pos, e)
     if run is not None:
         out.append(_RESET if color else _CLOSE)
-    out.append(r.text[pos:])
+    out.append(safe(r.text[pos:]))
     text = "".join(out)
     return text if max_chars is None or len(text) <= max_chars else text[:max_chars] + "\n... (truncated)"
 
@@ -103,8 +106,10 @@ def show_mask(cfg: ShowMaskConfig) -> None:
     color = sys.stdout.isatty() if cfg.color == "auto" else cfg.color == "always"
     shown = renderer.render(trajs[cfg.index])
     for arm in ARMS if cfg.arm == "all" else (cfg.arm,):
-        print(f"=== {shown.instance_id}: arm {arm} (trained tokens {'highlighted' if color else 'in [[ ]]'}) ===")
-        print(highlight(shown, arm, color, cfg.max_chars))
+        print(
+            f"=== {terminal.for_terminal(shown.instance_id)}: arm {arm} (trained tokens {'highlighted' if color else 'in [[ ]]'}) ==="
+        )
+        print(highlight(shown, arm, color, cfg.max_chars, inert=sys.stdout.isatty()))
     coverage = Coverage()
     for t in trajs:
         coverage.add(renderer.render(t))

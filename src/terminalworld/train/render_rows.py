@@ -70,6 +70,8 @@ class RenderStats:
     trained_tokens: int = 0
     truncated_examples: int = 0
     truncated_tokens: int = 0
+    split_examples: int = 0  # rows longer than the window, split into pieces (`split_row`)
+    split_pieces: int = 0  # the pieces they became
     failed: dict[str, int] = field(default_factory=dict)
     failures: list[dict[str, Any]] = field(default_factory=list)
 
@@ -83,7 +85,8 @@ class RenderStats:
 
     def add(self, other: RenderStats) -> None:
         """Fold in the stats of a later part of the same pass (failures stay in input order)."""
-        for name in ("examples", "tokens", "trained_tokens", "truncated_examples", "truncated_tokens"):
+        names = ("examples", "tokens", "trained_tokens", "truncated_examples", "truncated_tokens")
+        for name in (*names, "split_examples", "split_pieces"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for reason, n in other.failed.items():
             self.failed[reason] = self.failed.get(reason, 0) + n
@@ -122,6 +125,29 @@ def rendered_rows(items, renderer: Renderer, arm: Arm, stats: RenderStats, groun
         stats.truncated_examples += r.truncated_tokens > 0
         stats.truncated_tokens += r.truncated_tokens
         yield row
+
+
+def split_row(row: dict[str, Any], max_len: int, stats: RenderStats | None = None) -> list[dict[str, Any]]:
+    """A training row as consecutive pieces of at most `max_len` tokens, in order, each with its own
+    tokens' loss weights (the rule for a trajectory longer than the trained window: split, never cut,
+    so every token is trained on in some piece; a later piece starts mid-conversation). A row that
+    fits is returned whole; `stats` counts the rows split and the pieces they became."""
+    ids, w = row["input_ids"], row["loss_weights"]
+    if len(ids) <= max_len:
+        return [row]
+    pieces = [
+        {
+            **row,
+            "instance_id": f"{row['instance_id']}#{k}",
+            "input_ids": ids[i : i + max_len],
+            "loss_weights": w[i : i + max_len],
+        }
+        for k, i in enumerate(range(0, len(ids), max_len))
+    ]
+    if stats is not None:
+        stats.split_examples += 1
+        stats.split_pieces += len(pieces)
+    return pieces
 
 
 def render_file(cfg: RenderConfig) -> dict[str, Any]:

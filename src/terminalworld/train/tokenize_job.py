@@ -10,8 +10,10 @@ A counting pass over the inputs' raw lines (no parsing) cuts records skip.. into
 - `rows/rows-{shard:05d}.json`: its counts, last: a shard whose counts exist is done, so a killed
   job that runs again resumes by shard.
 
-A failing example (malformed, unrenderable, unpackable) is counted and named in its shard's
-counts and never fails the job; the merged counts go to `stats.json`.
+A trajectory longer than `max_len` tokens is split into consecutive pieces of at most `max_len`
+(`render_rows.split_row`), each packed as its own document: no trajectory is cut, and the counts say
+how many were split. A failing example (malformed, unrenderable, unpackable) is counted and named in
+its shard's counts and never fails the job; the merged counts go to `stats.json`.
 """
 
 from __future__ import annotations
@@ -85,13 +87,13 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
     from terminalworld.core.records import atomic_jsonl, dumps_row, read_json, write_json
     from terminalworld.core.render import build_renderer
     from terminalworld.train.packing import PackStats, pack_problem, pack_rows
-    from terminalworld.train.render_rows import RenderStats, rendered_rows
+    from terminalworld.train.render_rows import RenderStats, rendered_rows, split_row
 
     done = os.path.join(job.out, shard_file("rows", index, ".json"))
     fs, path = fsspec.core.url_to_fs(done)
     if fs.exists(path):
         return read_json(done)
-    renderer = build_renderer(tokenizer=job.tokenizer, max_len=job.max_len)
+    renderer = build_renderer(tokenizer=job.tokenizer)  # never cut: long rows are split below
     stats = RenderStats()
     items = trajectories_of(itertools.chain.from_iterable(iter_part(p) for p in parts))
     rows_path = os.path.join(job.out, shard_file("rows", index, ".jsonl.gz"))
@@ -101,7 +103,8 @@ def _tokenize_shard(index: int, parts: list[FilePart], *, job: TokenizeJob) -> d
 
         def packable():
             """Each rendered row, written to the rows file, then (if it can be packed) to packing."""
-            rows = rendered_rows(items, renderer, "full" if job.arm == "pretrain" else job.arm, stats)
+            rendered = rendered_rows(items, renderer, "full" if job.arm == "pretrain" else job.arm, stats)
+            rows = (piece for row in rendered for piece in split_row(row, job.max_len, stats))
             for line, row in enumerate(rows, start=1):
                 rows_file.write(dumps_row(row))
                 if job.arm == "pretrain":
@@ -148,7 +151,7 @@ def tokenize_sharded(job: TokenizeJob, workers: Workers) -> dict[str, Any]:
     results = run_shards(_tokenize_shard, specs, workers, name=f"tokenize-{job.arm}", job=job)
     render, pack = RenderStats(), PackStats()
     for r in results:
-        render.add(RenderStats(**{k: r[k] for k in asdict(RenderStats())}))
+        render.add(RenderStats(**{k: r.get(k, v) for k, v in asdict(RenderStats()).items()}))
         for k, v in r["pack"].items():
             setattr(pack, k, getattr(pack, k) + v)
     training_tokenizer(job.tokenizer, os.path.join(job.out, artifacts.TRAINING_TOKENIZER), job.separator)
@@ -157,12 +160,13 @@ def tokenize_sharded(job: TokenizeJob, workers: Workers) -> dict[str, Any]:
         "arm": job.arm,
         "seq_len": job.seq_len,
         "max_len": job.max_len,
+        "separator": job.separator,
         "render_tokenizer": job.tokenizer,
         "inputs": job.inputs,
         "skip": job.skip,
         "shard_rows": job.shard_rows,
         "shards": [
-            {k: r[k] for k in ("shard", "examples", "tokens", "truncated_examples", "failed", "peak_rss_mib")}
+            {k: r.get(k) for k in ("shard", "examples", "tokens", "split_examples", "failed", "peak_rss_mib")}
             for r in results
         ],
         "pack": asdict(pack),

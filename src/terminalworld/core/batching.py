@@ -1,0 +1,106 @@
+"""Dynamic batching over one HF causal LM: concurrent callers' greedy requests are collected for a
+few milliseconds and generated together, left-padded, in one `generate` call.
+
+Only greedy requests are batched: a greedy row's tokens do not depend on its neighbours (up to
+float rounding in the padded matmuls, see tests/core/test_batching.py), while a sampled request's
+seed seeds the whole `generate` call, so a sampled request runs alone and its seed means what it
+means one at a time. `max_batch=1` is the one-at-a-time path (the benchmark's baseline).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from terminalworld.core.decoding import hf_sample
+
+
+@dataclass
+class _Job:
+    ids: list[int]
+    max_new_tokens: int
+    temperature: float
+    seed: int
+    done: threading.Event = field(default_factory=threading.Event)
+    result: list[int] | None = None
+    error: BaseException | None = None
+
+
+class DynamicBatcher:
+    """`generate(ids, ...)` from any thread; one worker thread runs the model."""
+
+    def __init__(self, model: Any, *, pad: int, stop: list[int], max_batch: int = 16, window_s: float = 0.005):
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, not {max_batch}")
+        self.model, self.pad, self.stop = model, pad, list(stop)
+        self.max_batch, self.window_s = max_batch, window_s
+        self.batches: list[int] = []  # the size of each generate call (what batching achieved)
+        self._queue: queue.Queue[_Job] = queue.Queue()
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+
+    def generate(self, ids: list[int], *, max_new_tokens: int, temperature: float, seed: int) -> list[int]:
+        """The tokens generated after `ids`, through the first stop token, at most `max_new_tokens`."""
+        job = _Job(list(ids), max_new_tokens, temperature, seed)
+        with self._lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, daemon=True, name="dynamic-batcher")
+                self._worker.start()
+        self._queue.put(job)
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            greedy, alone = ([first], []) if first.temperature <= 0 else ([], [first])
+            if greedy:
+                deadline = time.monotonic() + self.window_s
+                while len(greedy) < self.max_batch:
+                    try:
+                        job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                    except queue.Empty:
+                        break
+                    (greedy if job.temperature <= 0 else alone).append(job)
+            for batch in ([greedy] if greedy else []) + [[j] for j in alone]:
+                self._serve(batch)
+
+    def _serve(self, batch: list[_Job]) -> None:
+        try:
+            for job, new in zip(batch, self._generate(batch), strict=True):
+                job.result = new
+        except Exception as e:  # every caller of the failed call gets its error
+            for job in batch:
+                job.error = e
+        self.batches.append(len(batch))
+        for job in batch:
+            job.done.set()
+
+    def _generate(self, batch: list[_Job]) -> list[list[int]]:
+        import torch
+
+        width = max(len(j.ids) for j in batch)
+        ids = torch.tensor([[self.pad] * (width - len(j.ids)) + j.ids for j in batch])
+        mask = torch.tensor([[0] * (width - len(j.ids)) + [1] * len(j.ids) for j in batch])
+        out = hf_sample(
+            self.model,
+            ids,
+            attention_mask=mask,
+            max_new_tokens=max(j.max_new_tokens for j in batch),
+            temperature=batch[0].temperature,
+            seed=batch[0].seed,
+            pad=self.pad,
+            stop=self.stop,
+        )
+        return [until_stop(row.tolist()[: j.max_new_tokens], self.stop) for row, j in zip(out, batch, strict=True)]
+
+
+def until_stop(ids: list[int], stop: list[int]) -> list[int]:
+    """`ids` through its first stop token (the padding after a finished row dropped)."""
+    cut = next((i for i, t in enumerate(ids) if t in stop), None)
+    return ids if cut is None else ids[: cut + 1]
