@@ -4,11 +4,22 @@ The in-process chat server (the agent's local endpoint), the ECHO rollouts and t
 all sample through `hf_sample`, so they share one policy and it matches what vLLM's
 `SamplingParams(temperature=t, top_k=-1, top_p=1.0)` does on a GPU: no top-k and no top-p, which
 transformers would otherwise take from the model's generation config (top-k 50 by default).
+
+The model samples in a declared compute precision (`generation_model`, `core.precision`): float32,
+bfloat16 weights, or `auto`, which is bfloat16 where the hardware runs it natively and its measured
+agreement with float32 meets the bound.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def generation_model(path: str, precision: str = "auto", device: str = "cpu") -> Any:
+    """The causal LM at `path` that HF generation samples from, in `precision` on `device`."""
+    from terminalworld.core.assets import load_hf_model
+
+    return load_hf_model(path, precision, device).eval()
 
 
 def hf_sample(

@@ -34,6 +34,7 @@ import numpy as np
 
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
@@ -185,7 +186,9 @@ class ScoreConfig(GroundingOptions):
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
-    dtype: Literal["float32", "bfloat16"] = option("float32")
+    dtype: Precision = option(
+        "auto", help="compute precision; auto: bfloat16 where it runs natively and agrees (core.precision)"
+    )
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
     backend: Literal["hf", "vllm"] = option("hf")
@@ -374,16 +377,17 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
+    precision = resolve(cfg.dtype, cfg.device)
     if cfg.backend == "vllm":
-        scorer = VLLMScorer(path, cfg.dtype)
+        scorer = VLLMScorer(path, precision)
     else:
-        scorer = HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+        scorer = HFScorer(load_hf_model(path, precision), cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
     return resumable_rows(
         cfg.out,
         [r["instance_id"] for r in rows],
         lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-        lambda results: summarize(results, cfg, name),
+        lambda results: {**summarize(results, cfg, name), "precision": precision},
         source=cfg.heldout,
     )

@@ -30,6 +30,7 @@ def score_fn(
     chat_template_from: str | list | None = None,
     device: str = "cpu",
     all_depths: bool = False,
+    precision: str = "float32",
 ) -> None:
     """Env-token PPL of `model` on the held-out rows into `{out}/{file}`."""
     from terminalworld.eval.scoring import ScoreConfig, score
@@ -45,6 +46,7 @@ def score_fn(
                 chat_template_from=joined(chat_template_from) if chat_template_from else None,
                 device=device,
                 all_depths=all_depths,
+                dtype=precision,
             )
         )
 
@@ -58,14 +60,18 @@ def scores(
     chat_template_from: Model | None = None,
     device: str = "cpu",
     all_depths: bool = False,
+    precision: str = "float32",
     resources=None,
     version: str,
 ) -> Scores:
     """The probe's scores of `model` (rendered with `chat_template_from`'s template if given); with
-    `all_depths`, every earlier observation of each row too (the depth curve)."""
+    `all_depths`, every earlier observation of each row too (the depth curve); in `precision`
+    (float32, bfloat16, or auto: `core.precision.resolve` on the machine that runs it)."""
     file = artifacts.scores_file(model_name)
     # all_depths is an input only when set, so scores made before it existed keep their identity.
     more = {"all_depths": True} if all_depths else {}
+    # Likewise the precision (`core.precision`): float32, what every earlier score computed in, is left out.
+    more |= {"precision": precision} if precision != "float32" else {}
     return Scores(
         step(
             artifacts.scores(model_name),
