@@ -120,7 +120,7 @@ def test_an_sft_recipe_keeps_its_tiny_shape_typed():
     data = Tokenized(step("tw-test/tokenized", _fine_fn, version=V))
     typed = train.checkpoint(tokenized=data, arm="base", scale="t", recipe=recipe, version=V)
     config = materialized_config(typed.step, "/p")["recipe"]
-    assert config["tiny"] is tiny and SftRecipe(**config) == recipe  # what sft_fn rebuilds
+    assert config["tiny"] is tiny and SftRecipe.from_input(config) == recipe  # what sft_fn rebuilds
     spelled = step(
         artifacts.checkpoint("base", "t"),
         train.sft_fn,

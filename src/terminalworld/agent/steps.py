@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from terminalworld.agent.benchmarks import Benchmark
 from terminalworld.agent.harness import HarnessConfig
@@ -30,6 +31,13 @@ class SampledEpisodes(Episodes):
     """Episode limits with replies sampled at `temperature` (each attempt seeds its own sampling)."""
 
     temperature: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledEpisodesIn(SampledEpisodes):
+    """Sampled episodes whose model runs in a stated compute precision (`core.precision`)."""
+
+    dtype: Literal["float32", "bfloat16", "auto"]
 
 
 def tasks_fn(
@@ -81,7 +89,7 @@ def local_grade_fn(
     """Grade `model` (in process, on loopback) on the task folder `tasks` with Harbor."""
     from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 
-    limits = asdict(harness)
+    limits = {"dtype": "float32", **asdict(harness)}  # float32 unless the plan's harness states a precision
     cfg = AgentEvalConfig(tasks=tasks, out=out, agent="model", model=joined(model), n_attempts=n_attempts, **limits)
     agent_eval(cfg)
 

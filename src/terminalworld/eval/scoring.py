@@ -37,6 +37,7 @@ import numpy as np
 
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
@@ -183,7 +184,9 @@ class ScoreConfig(GroundingOptions):
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
-    dtype: Literal["float32", "bfloat16"] = option("float32")
+    dtype: Precision = option(
+        "auto", help="compute precision; auto: bfloat16 where it runs natively and agrees (core.precision)"
+    )
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
     window: int | None = option(
@@ -407,20 +410,21 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
+    precision = resolve(cfg.dtype, cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
-    with _scorer(cfg, path) as scorer:
+    with _scorer(cfg, path, precision) as scorer:
         return resumable_rows(
             cfg.out,
             [r["instance_id"] for r in rows],
             lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-            lambda results: summarize(results, cfg, name),
+            lambda results: {**summarize(results, cfg, name), "precision": precision},
             source=cfg.heldout,
         )
 
 
 @contextlib.contextmanager
-def _scorer(cfg: ScoreConfig, path: str):
+def _scorer(cfg: ScoreConfig, path: str, precision: str):
     """HF in process; vLLM in process where it is installed (a GPU host); else through a vLLM
     server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
     import importlib.util
@@ -428,11 +432,11 @@ def _scorer(cfg: ScoreConfig, path: str):
     from terminalworld.eval.vllm_server import VLLMServerScorer, context_length
 
     if cfg.backend == "hf":
-        yield HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
+        yield HFScorer(load_hf_model(path, precision), cfg.device)
     elif cfg.endpoint:
         yield VLLMServerScorer(cfg.endpoint, cfg.served_model)
     elif importlib.util.find_spec("vllm") is not None:
-        yield VLLMScorer(path, cfg.dtype)
+        yield VLLMScorer(path, precision)
     else:
         from terminalworld.agent.vllm import free_port, vllm_server
         from terminalworld.core.threads import thread_budget

@@ -31,6 +31,7 @@ def score_fn(
     device: str = "cpu",
     all_depths: bool = False,
     window: int | None = None,
+    precision: str = "float32",
 ) -> None:
     """Env-token PPL of `model` on the held-out rows into `{out}/{file}` (only rows within `window`)."""
     from terminalworld.eval.scoring import ScoreConfig, score
@@ -47,6 +48,7 @@ def score_fn(
                 device=device,
                 all_depths=all_depths,
                 window=window,
+                dtype=precision,
             )
         )
 
@@ -61,16 +63,20 @@ def scores(
     device: str = "cpu",
     all_depths: bool = False,
     window: int | None = None,
+    precision: str = "float32",
     resources=None,
     version: str,
 ) -> Scores:
     """The probe's scores of `model` (rendered with `chat_template_from`'s template if given); with
     `all_depths`, every earlier observation of each row too (the depth curve); with `window` (the
-    trained sequence length), only rows within it, the others skipped with their reason."""
+    trained sequence length), only rows within it, the others skipped with their reason; in
+    `precision` (float32, bfloat16, or auto: `core.precision.resolve` on the machine that runs it)."""
     file = artifacts.scores_file(model_name)
     # all_depths is an input only when set, so scores made before it existed keep their identity.
     more = {"all_depths": True} if all_depths else {}
     more |= {"window": window} if window is not None else {}  # likewise: scores made before it keep theirs
+    # Likewise the precision (`core.precision`): float32, what every earlier score computed in, is left out.
+    more |= {"precision": precision} if precision != "float32" else {}
     return Scores(
         step(
             artifacts.scores(model_name),

@@ -38,6 +38,13 @@ class DecodingOn(Decoding):
     device: Literal["cpu", "cuda"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class DecodingIn(DecodingOn):
+    """A decoding on a named device in a stated compute precision (`core.precision`)."""
+
+    dtype: Literal["float32", "bfloat16", "auto"]
+
+
 def probes_fn(*, out: str, n: int, seed: int, exclude_from: list | None) -> None:
     """`n` probes into `out`, from code trees absent from the trajectories of `exclude_from`."""
     from terminalworld.core.formats import iter_trajectories
@@ -93,6 +100,7 @@ def sim_grade_fn(
     paths = {k: joined(v) for k, v in source.items()}
     fields = asdict(decoding) if isinstance(decoding, Decoding) else decoding
     options = {k: joined(v) if k in ("chat_template_from", "agent_model") else v for k, v in fields.items()}
+    options.setdefault("dtype", "float32")  # a grade computes in float32 unless its plan states a precision
     with local_copy(out) as local:  # the rows file resumes from what a preempted run put back
         cfg = SimEvalConfig(
             model_path=joined(model),

@@ -20,6 +20,12 @@ from terminalworld.errors import InputError
 # Levanter's per-step HF exports, inside the output folder; the final one moves to `export_dir`.
 HF_STEPS = "hf-steps"
 
+# Levanter's mixed-precision policies (jmp strings). Marin trains with float32 parameters and
+# bfloat16 compute (its `MARIN_PRECISION`); Levanter's own default is float32 throughout, which runs
+# the TPU's (and a CPU's AMX/AVX512-BF16) matrix units at a fraction of their rate.
+MARIN_PRECISION = "p=f32,c=bfloat16"
+FLOAT32 = "f32"
+
 
 def levanter_model_class(hf_checkpoint: str):
     """The Levanter config class of an HF checkpoint's architecture (its `config.json` model_type)."""
@@ -93,14 +99,27 @@ class SftRecipe:
     # run resumes from), and a permanent one every `checkpoint_every` steps (small models, tests).
     checkpoint_minutes: float = 30.0
     checkpoint_every: int | None = None
+    # Levanter's `TrainerConfig.mp`: parameters and optimizer state stay float32, the forward and
+    # backward compute in bfloat16, as Marin's runs do.
+    mp: str = MARIN_PRECISION
 
     def as_input(self) -> dict:
         """The recipe as a step input: the fields added after the first runs enter it only when set,
         so checkpoints made before them keep their identity. `tiny` stays a `TinyQwen3`, which Marin
         fingerprints as the dict of its fields."""
-        later = {"steps": None, "lr_schedule": "cosine", "checkpoint_minutes": 30.0, "checkpoint_every": None}
         values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {k: v for k, v in values.items() if k not in later or v != later[k]}
+        return {k: v for k, v in values.items() if k not in _LATER or v != _LATER[k]}
+
+    @classmethod
+    def from_input(cls, values: dict) -> SftRecipe:
+        """The recipe a step input (`as_input`) stands for: a later field it leaves out has the
+        value runs had before the field existed (float32 compute for `mp`)."""
+        return cls(**{**_LATER, **values})
+
+
+# The fields added after the first runs, with the values those runs had: an input leaves a field
+# out at that value. Runs made before `mp` existed computed in float32.
+_LATER = {"steps": None, "lr_schedule": "cosine", "checkpoint_minutes": 30.0, "checkpoint_every": None, "mp": FLOAT32}
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,7 @@ def train_lm_config(cfg: SftConfig):
         num_train_steps=cfg.num_train_steps,
         train_batch_size=r.batch_size,
         tracker=tracker,
+        mp=precision_policy(r.mp),
         require_accelerator=False,
         checkpointer=checkpointer_config(f"{out}/checkpoints", r),
         log_dir=Path(out, "logs") if "://" not in out else Path("logs"),
@@ -199,6 +219,16 @@ def train_lm_config(cfg: SftConfig):
         hf_save_path=f"{out}/{HF_STEPS}",
         hf_save_steps=cfg.num_train_steps,
     )
+
+
+def precision_policy(mp: str):
+    """Levanter's `jmp.Policy` for a recipe's `mp` string; a string jmp cannot read is refused."""
+    import jmp
+
+    try:
+        return jmp.get_policy(mp)
+    except ValueError as e:
+        raise InputError(f"mixed-precision policy {mp!r}: {e}") from None
 
 
 def checkpointer_config(base_path: str, r: SftRecipe):

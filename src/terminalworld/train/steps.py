@@ -114,7 +114,7 @@ def sft_fn(
     from terminalworld.core.records import read_json
     from terminalworld.train.sft import SftConfig, levanter_source, run_sft
 
-    r = SftRecipe(**recipe)
+    r = SftRecipe.from_input(recipe)
     stats = read_json(os.path.join(tokenized, artifacts.STATS))
     steps = r.steps or max(1, math.ceil(stats["pack"]["sequences"] * r.epochs / r.batch_size))
     if continue_from is not None:
