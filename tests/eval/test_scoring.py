@@ -544,7 +544,9 @@ def test_grounding_none_reproduces_the_scores_from_before_grounding(tmp_path):
             want = expected[f"{mode}:{row['instance_id']}"]
             assert row["grounding"] == "none" and row["full_len"] == want["full_len"]
             assert sum(d["n_target_tokens"] for d in row["depths"]) == want["n"]
-            assert sum(d["sum_nll"] for d in row["depths"]) == pytest.approx(want["sum_nll"], rel=1e-9)
+            # The scorer takes its share of the cores (core.threads); float32 reductions split over
+            # another thread count round differently, about 1e-9 relative.
+            assert sum(d["sum_nll"] for d in row["depths"]) == pytest.approx(want["sum_nll"], rel=1e-8)
 
 
 def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, tmp_path, monkeypatch):

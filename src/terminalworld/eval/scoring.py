@@ -27,7 +27,6 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -129,7 +128,10 @@ class VLLMScorer:
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
-            raise InputError("the vllm backend needs the optional extra: uv sync --extra gpu") from e
+            raise InputError(
+                "the vllm backend needs the optional extra (uv sync --extra gpu), or --endpoint: a running vLLM "
+                "server, such as the vLLM CPU build (docs/serving.md)"
+            ) from e
         from terminalworld.core.assets import hf_folder
 
         # A GGUF file is served as its HF conversion, the same weights the HF backend scores.
@@ -413,34 +415,23 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     precision = resolve(cfg.dtype, cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
-    with _scorer(cfg, path, precision) as scorer:
-        return resumable_rows(
-            cfg.out,
-            [r["instance_id"] for r in rows],
-            lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-            lambda results: {**summarize(results, cfg, name), "precision": precision},
-            source=cfg.heldout,
-        )
+    scorer = _scorer(cfg, path, precision)
+    return resumable_rows(
+        cfg.out,
+        [r["instance_id"] for r in rows],
+        lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
+        lambda results: {**summarize(results, cfg, name), "precision": precision},
+        source=cfg.heldout,
+    )
 
 
-@contextlib.contextmanager
 def _scorer(cfg: ScoreConfig, path: str, precision: str):
-    """HF in process; vLLM in process where it is installed (a GPU host); else through a vLLM
-    server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
-    import importlib.util
-
-    from terminalworld.eval.vllm_server import VLLMServerScorer, context_length
-
+    """HF in process; vLLM through a running server (`--endpoint`: the vLLM CPU build, which lives in
+    its own environment, docs/serving.md), or in process where the `gpu` extra is installed."""
     if cfg.backend == "hf":
-        yield HFScorer(load_hf_model(path, precision), cfg.device)
-    elif cfg.endpoint:
-        yield VLLMServerScorer(cfg.endpoint, cfg.served_model)
-    elif importlib.util.find_spec("vllm") is not None:
-        yield VLLMScorer(path, precision)
-    else:
-        from terminalworld.agent.vllm import free_port, vllm_server
-        from terminalworld.core.threads import thread_budget
+        return HFScorer(load_hf_model(path, precision), cfg.device)
+    if cfg.endpoint:
+        from terminalworld.eval.vllm_server import VLLMServerScorer
 
-        server = {"model": path, "served_model": "model", "max_model_len": context_length(path), "port": free_port()}
-        with vllm_server(**server, cpu_threads=thread_budget()) as url:
-            yield VLLMServerScorer(url, "model")
+        return VLLMServerScorer(cfg.endpoint, cfg.served_model)
+    return VLLMScorer(path, precision)
