@@ -30,9 +30,10 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def sft_tokens_per_s(*, steps: int, seq_len: int, batch: int, work: str) -> dict:
+def sft_tokens_per_s(*, steps: int, seq_len: int, batch: int, work: str, mp: str = "f32") -> dict:
     """Levanter's own throughput of the last step (compilation excluded) of a short run from
-    SmolLM2's HF weights on packed rows of `seq_len` real-vocabulary tokens."""
+    SmolLM2's HF weights on packed rows of `seq_len` real-vocabulary tokens, under Levanter's
+    mixed-precision policy `mp`."""
     from levanter.main.train_lm import main
     from levanter.tracker.json_file import JsonFileTrackerConfig
 
@@ -57,6 +58,7 @@ def sft_tokens_per_s(*, steps: int, seq_len: int, batch: int, work: str) -> dict
         seed=0,
         seq_len=seq_len,
         max_seq_len=8192,
+        mp=mp,
     )
     cfg = SftConfig(
         rows=[rows],
@@ -79,7 +81,15 @@ def sft_tokens_per_s(*, steps: int, seq_len: int, batch: int, work: str) -> dict
     with open(os.path.join(work, "eval_results.json")) as f:
         metrics = json.load(f)
     tps = metrics.get("throughput/tokens_per_second")
-    return {"seq_len": seq_len, "batch": batch, "steps": steps, "tokens_per_s": tps, "wall_s": wall, "load": load()}
+    return {
+        "seq_len": seq_len,
+        "batch": batch,
+        "steps": steps,
+        "mp": mp,
+        "tokens_per_s": tps,
+        "wall_s": wall,
+        "load": load(),
+    }
 
 
 def scoring_seconds(lengths: list[int], target_tokens: int) -> list[dict]:
@@ -99,14 +109,14 @@ def scoring_seconds(lengths: list[int], target_tokens: int) -> list[dict]:
     return out
 
 
-def generation_tokens_per_s(prefixes: list[int], new_tokens: int) -> list[dict]:
-    """Greedy HF generation with the KV cache, tokens/s after a prefix of each length (prefill
-    excluded: timed as generate(new) minus generate(1))."""
+def generation_tokens_per_s(prefixes: list[int], new_tokens: int, dtype: str = "float32") -> list[dict]:
+    """Greedy HF generation with the KV cache in `dtype`, tokens/s after a prefix of each length
+    (prefill excluded: timed as generate(new) minus generate(1))."""
     import torch
 
     from terminalworld.core.assets import SMOLLM2, load_hf_model
 
-    model = load_hf_model(SMOLLM2, "float32").eval()
+    model = load_hf_model(SMOLLM2, dtype).eval()
     rng = np.random.default_rng(2)
     out = []
     for n in prefixes:
@@ -120,6 +130,8 @@ def generation_tokens_per_s(prefixes: list[int], new_tokens: int) -> list[dict]:
         out.append(
             {
                 "prefix": n,
+                "dtype": dtype,
+                "threads": torch.get_num_threads(),
                 "prefill_s": times[1],
                 "tokens_per_s": (new_tokens - 1) / (times[new_tokens] - times[1]),
                 "load": load(),
@@ -138,6 +150,8 @@ def main() -> None:
     p.add_argument("--prefixes", default="512,2048,4096")
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--only", choices=["sft", "score", "generate"], default=None)
+    p.add_argument("--sft-mp", default="f32", help="Levanter's mixed-precision policy (f32, p=f32,c=bfloat16)")
+    p.add_argument("--dtype", default="float32", help="generation precision (float32, bfloat16)")
     args = p.parse_args()
     result: dict = {"cpus": os.cpu_count()}
     if os.path.exists(args.out):
@@ -147,12 +161,14 @@ def main() -> None:
         result["scoring"] = scoring_seconds([int(x) for x in args.lengths.split(",")], target_tokens=256)
         print(json.dumps(result["scoring"]))
     if args.only in (None, "generate"):
-        result["generation"] = generation_tokens_per_s([int(x) for x in args.prefixes.split(",")], args.new_tokens)
+        result["generation"] = generation_tokens_per_s(
+            [int(x) for x in args.prefixes.split(",")], args.new_tokens, args.dtype
+        )
         print(json.dumps(result["generation"]))
     if args.only in (None, "sft"):
         with tempfile.TemporaryDirectory(prefix="tw-sft-bench-") as work:
             result["sft"] = sft_tokens_per_s(
-                steps=args.sft_steps, seq_len=args.sft_seq_len, batch=args.sft_batch, work=work
+                steps=args.sft_steps, seq_len=args.sft_seq_len, batch=args.sft_batch, work=work, mp=args.sft_mp
             )
         print(json.dumps(result["sft"]))
     with open(args.out, "w") as f:

@@ -33,7 +33,7 @@ from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
 from terminalworld.sim.steps import Decoding
 from terminalworld.train import steps as train
-from terminalworld.train.sft import SftRecipe, TinyQwen3
+from terminalworld.train.sft import FLOAT32, SftRecipe, TinyQwen3
 
 
 @dataclass(frozen=True)
@@ -135,6 +135,7 @@ def build(d: Demo = Demo()) -> DemoGraph:
             seq_len=d.seq_len,
             max_seq_len=d.seq_len,
             tiny=tiny,
+            mp=FLOAT32,  # the demo's recorded runs computed in float32; bf16 is for the real shapes
         )
 
     text = train.tokenized(

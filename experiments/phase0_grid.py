@@ -14,7 +14,7 @@ from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import Checkpoint
 from terminalworld.pipeline.zephyr import Workers
 from terminalworld.train import steps as train
-from terminalworld.train.sft import SftRecipe
+from terminalworld.train.sft import MARIN_PRECISION, SftRecipe
 
 os.environ.setdefault("MARIN_PREFIX", artifacts.BUCKET)
 
@@ -41,7 +41,8 @@ V = {
 
 def recipe(scale: str) -> SftRecipe:
     """The Phase 0 recipe: one epoch, LR 2e-5 cosine to 0.1x, warmup 0.03, weight decay 0.1,
-    max_grad_norm 30, data length 8192 packed into an architecture of 32768, seed 42. Documents
+    max_grad_norm 30, data length 8192 packed into an architecture of 32768, seed 42, float32 parameters
+    with bfloat16 compute (Marin's `MARIN_PRECISION`). Documents
     are separated by <|endoftext|> (eos ids 151643 and 151645 in generation)."""
     return SftRecipe(
         epochs=1.0,
@@ -54,6 +55,7 @@ def recipe(scale: str) -> SftRecipe:
         seed=42,
         seq_len=8192,
         max_seq_len=32768,
+        mp=MARIN_PRECISION,  # float32 parameters, bfloat16 compute: Marin's own training precision
     )
 
 

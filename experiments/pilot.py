@@ -37,21 +37,21 @@ listed in `DEPARTURES` and printed in the report beside the numbers.
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from terminalworld.agent import steps as agent
-from terminalworld.agent.steps import SampledEpisodes
+from terminalworld.agent.steps import SampledEpisodes, SampledEpisodesIn
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
-from terminalworld.pipeline.cost import Throughput, Work, cost_table
+from terminalworld.pipeline.cost import Throughput, Work, cost_table, projection_table
 from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, Report, TaskSet
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
-from terminalworld.sim.steps import Decoding, DecodingOn
+from terminalworld.sim.steps import Decoding, DecodingIn, DecodingOn
 from terminalworld.train import steps as train
-from terminalworld.train.sft import SftRecipe
+from terminalworld.train.sft import FLOAT32, MARIN_PRECISION, SftRecipe
 
 ARMS = ("assistant", "full", "user")
 
@@ -102,7 +102,22 @@ GPU = Throughput(
     sandbox_command_s=0.1,
     source="assumed, not measured (conservative for a 135M model on one H200)",
 )
-MACHINES = [CPU_QUIET, CPU_SHARED, GPU]
+# bfloat16 over float32 on these 2 cores (AVX512-BF16, no AMX), measured side by side by
+# benchmarks/precision.py (benchmarks/results/precision.json) at 1-minute load 13-20: scoring real
+# rows with bf16 weights 1.24x (24.1 against 19.5 tokens/s, 6 rows, two threads); one-thread generation after a 1,400-token prompt: prefill 1.69x
+# (11.9 against 20.2 s), new tokens 0.83x (3.5 against 4.2 tokens/s); Levanter SFT steps of 1,024
+# tokens under p=f32,c=bfloat16 against f32: 1.10x (19.7 against 17.9 tokens/s, two runs one after
+# the other). The column applies these ratios to the quiet figures.
+BF16_RATIOS = {"sft": 1.10, "score": 1.24, "prefill": 1.69, "generate": 0.83}
+CPU_BF16 = CPU_QUIET.scaled(
+    name="2 cores bf16",
+    source="the quiet figures times bf16's measured ratios over float32 (benchmarks/results/precision.json)",
+    **BF16_RATIOS,
+)
+MACHINES = [CPU_QUIET, CPU_SHARED, CPU_BF16, GPU]
+# The committed CPU run in float32 (docs/snapshots/pilot): 8 h 16 min from its first step to the
+# report, stopped twice and resumed; each stage's final run, in seconds.
+COMMITTED_RUN = {"record": 22 * 60, "sft": 1.9 * 3600, "score": 2.7 * 3600, "agent": 2.0 * 3600, "sim": 18 * 60}
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,13 @@ class Pilot:
     loop_wrong_share: float = 0.5
     sim: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=64))
     device: Literal["cpu", "cuda"] = "cpu"
+    # Precision, chosen by measurement (`BF16_RATIOS`): on 2 cores without AMX, bf16 compute gave
+    # SFT 1.10x, within the shared machine's noise; bf16 weights scored 1.24x faster but moved a
+    # row's mean NLL by 0.0092 nats, outside `core.precision.BOUND`, and generated new tokens 0.83x
+    # as fast. So the CPU preset keeps float32 (and the committed run's steps); the GPU preset
+    # trains in Marin's policy.
+    sft_mp: str = FLOAT32
+    precision: Literal["float32", "bfloat16"] = "float32"  # scoring and generation (core.precision)
     workers: int = 2
     shard_rows: int = 20
 
@@ -184,6 +206,7 @@ PRESETS = {
         probes=40,
         loop_tasks=12,
         device="cuda",
+        sft_mp=MARIN_PRECISION,
     ),
 }
 
@@ -229,6 +252,7 @@ def recipe(p: Pilot, steps: int) -> SftRecipe:
         seq_len=p.seq_len,
         max_seq_len=8192,
         checkpoint_minutes=10.0,  # a killed run loses at most 10 minutes; each checkpoint is 1.6 GB
+        mp=p.sft_mp,
     )
 
 
@@ -318,6 +342,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                 all_depths=True,
                 window=p.seq_len,
                 device=p.device,
+                precision=p.precision,
                 version=v,
             )
         )
@@ -331,6 +356,9 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     on_ladder = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in ends)]
     grades = []
     ladder: dict[str, list] = {}
+    # A stated precision other than float32 enters the grades' inputs; float32 keeps the committed run's.
+    in_precision = p.precision != "float32"
+    harness = SampledEpisodesIn(**asdict(p.harness), dtype=p.precision) if in_precision else p.harness
     turns, per_turn = p.harness.max_turns, p.harness.max_tokens_per_turn
     # The prompt grows by a reply and an observation (about 400 tokens) a turn, from about 900.
     prompt = sum(900 + 400 * t for t in range(turns))
@@ -341,7 +369,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     for name in graded:
         grades.append(
             agent.local_grade(
-                model=models[name], model_name=name, tasks=tasks, harness=p.harness, n_attempts=p.attempts, version=v
+                model=models[name], model_name=name, tasks=tasks, harness=harness, n_attempts=p.attempts, version=v
             )
         )
         costs[f"agent {name}"] = work
@@ -362,7 +390,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                     model=models[name],
                     model_name=name,
                     tasks=suite,
-                    harness=p.harness,
+                    harness=harness,
                     n_attempts=p.attempts,
                     benchmark=f"heldout-{level}-tasks",
                     version=v,
@@ -377,6 +405,8 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     sims = []
     largest = p.scale_names[-1]
     decode = DecodingOn(max_new_tokens=p.sim.max_new_tokens, device=p.device)
+    if in_precision:
+        decode = DecodingIn(max_new_tokens=p.sim.max_new_tokens, device=p.device, dtype=p.precision)
     for name in ("base", f"full-{largest}", f"user-{largest}"):
         for source in ({"heldout": sim_rows}, {"probes": probes}, {"tasks": loop_tasks}):
             sims.append(
@@ -465,6 +495,11 @@ if __name__ == "__main__":
         graph = build(p)
         if "--run" not in rest:
             print(cost_table(graph.costs, MACHINES) + "\n")
+            print(projection_table(graph.costs, [CPU_QUIET, CPU_BF16], COMMITTED_RUN, "committed f32 run"))
+            print(
+                "the committed run's wall time, stops included: 8h 16m; this recipe computes in "
+                f"{p.precision} (SFT: {p.sft_mp}), the '{(CPU_BF16 if p.precision == 'bfloat16' else CPU_QUIET).name}' column\n"
+            )
         return [graph.report, graph.eval_sets]
 
     about = __doc__.split("\n\n")[0] + " --preset cpu|gpu (default cpu): the sizes the flags override."

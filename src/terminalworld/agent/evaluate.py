@@ -28,6 +28,7 @@ from typing import Any, Literal
 from terminalworld.agent import results
 from terminalworld.agent.harbor import runtime
 from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.precision import Precision
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.env.sandbox import bwrap_path, check_available
 from terminalworld.errors import InputError, StepFailed
@@ -68,7 +69,7 @@ class AgentEvalConfig:
     temperature: float = option(0.0, minimum=0)
     seed: int = option(0, minimum=0)
     command_timeout_s: float = option(60.0, flag="--command-timeout", above=0, help="per agent command, seconds")
-    dtype: Literal["float32", "bfloat16"] = option("float32", help="the served model's dtype")
+    dtype: Precision = option("auto", help="the served model's precision; auto: bfloat16 where native and agreeing")
 
 
 def _task_names(tasks: Path) -> list[str]:

@@ -5,6 +5,7 @@ stage's function on its config, built from the artifacts it reads."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Literal
 
 from terminalworld.agent.benchmarks import Benchmark, BenchmarkGradeConfig, grade_benchmark
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
@@ -31,6 +32,13 @@ class SampledEpisodes(Episodes):
     """Episode limits with replies sampled at `temperature` (each attempt seeds its own sampling)."""
 
     temperature: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledEpisodesIn(SampledEpisodes):
+    """Sampled episodes whose model runs in a stated compute precision (`core.precision`)."""
+
+    dtype: Literal["float32", "bfloat16", "auto"]
 
 
 def task_suite(
@@ -77,7 +85,7 @@ def local_grade(
         agent="model",
         model=model_path(ctx, model),
         n_attempts=n_attempts,
-        **asdict(harness),
+        **{"dtype": "float32", **asdict(harness)},  # float32 unless the plan's harness states a precision
     )
     name = artifacts.agent_grade(benchmark, model_name)
     return AgentGrade(

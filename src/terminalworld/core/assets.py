@@ -177,12 +177,15 @@ def _download(url: str) -> str:
     return build_once(dest, lambda out: fs.get(remote.rstrip("/") + "/", out + "/", recursive=True))
 
 
-def load_hf_model(path: str, dtype: str):
-    """A causal LM in `dtype` ("float32" or "bfloat16") from a folder, GGUF file or asset name."""
+def load_hf_model(path: str, dtype: str, device: str = "cpu"):
+    """A causal LM in `dtype` ("float32", "bfloat16", or "auto": the precision
+    `core.precision.resolve` picks for `device`) from a folder, GGUF file or asset name."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype]
+    from terminalworld.core.precision import resolve
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[resolve(dtype, device)]
     try:
         return AutoModelForCausalLM.from_pretrained(hf_folder(path, "model"), dtype=torch_dtype)
     except TerminalworldError:

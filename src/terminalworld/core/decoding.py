@@ -6,11 +6,22 @@ all sample through `hf_sample`, so they share one policy and it matches what vLL
 transformers would otherwise take from the model's generation config (top-k 50 by default).
 A process that generates without an entry point that chose its threads gets its share of the cores
 (`core.threads`) on its first call.
+
+The model samples in a declared compute precision (`generation_model`, `core.precision`): float32,
+bfloat16 weights, or `auto`, which is bfloat16 where the hardware runs it natively and its measured
+agreement with float32 meets the bound.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+
+def generation_model(path: str, precision: str = "auto", device: str = "cpu") -> Any:
+    """The causal LM at `path` that HF generation samples from, in `precision` on `device`."""
+    from terminalworld.core.assets import load_hf_model
+
+    return load_hf_model(path, precision, device).eval()
 
 
 def hf_sample(

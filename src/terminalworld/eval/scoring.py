@@ -27,7 +27,6 @@ the rows already there. At the end `OUT` is written atomically: the rows in held
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -37,6 +36,7 @@ import numpy as np
 
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
@@ -128,7 +128,10 @@ class VLLMScorer:
         try:
             from vllm import LLM, SamplingParams
         except ImportError as e:
-            raise InputError("the vllm backend needs the optional extra: uv sync --extra gpu") from e
+            raise InputError(
+                "the vllm backend needs the optional extra (uv sync --extra gpu), or --endpoint: a running vLLM "
+                "server, such as the vLLM CPU build (docs/serving.md)"
+            ) from e
         from terminalworld.core.assets import hf_folder
 
         # A GGUF file is served as its HF conversion, the same weights the HF backend scores.
@@ -183,7 +186,9 @@ class ScoreConfig(GroundingOptions):
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template")
-    dtype: Literal["float32", "bfloat16"] = option("float32")
+    dtype: Precision = option(
+        "auto", help="compute precision; auto: bfloat16 where it runs natively and agrees (core.precision)"
+    )
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
     window: int | None = option(
@@ -399,36 +404,26 @@ def score(cfg: ScoreConfig) -> dict[str, Any]:
     renderer = build_renderer(
         tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode, sim_prompt=cfg.sim_prompt
     )
+    precision = resolve(cfg.dtype, cfg.device)
     name = model_label(cfg.model_name, cfg.model_path)
     grounder = Grounder(cfg, renderer.tokenizer) if cfg.grounding != "none" else None
-    with _scorer(cfg, path) as scorer:
-        return resumable_rows(
-            cfg.out,
-            [r["instance_id"] for r in rows],
-            lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
-            lambda results: summarize(results, cfg, name),
-            source=cfg.heldout,
-        )
+    scorer = _scorer(cfg, path, precision)
+    return resumable_rows(
+        cfg.out,
+        [r["instance_id"] for r in rows],
+        lambda done: score_rows(cfg, scorer, renderer, rows, done, grounder),
+        lambda results: {**summarize(results, cfg, name), "precision": precision},
+        source=cfg.heldout,
+    )
 
 
-@contextlib.contextmanager
-def _scorer(cfg: ScoreConfig, path: str):
-    """HF in process; vLLM in process where it is installed (a GPU host); else through a vLLM
-    server: the given `--endpoint`, or the vLLM CPU build started beside this process on its cores."""
-    import importlib.util
-
-    from terminalworld.eval.vllm_server import VLLMServerScorer, context_length
-
+def _scorer(cfg: ScoreConfig, path: str, precision: str):
+    """HF in process; vLLM through a running server (`--endpoint`: the vLLM CPU build, which lives in
+    its own environment, docs/serving.md), or in process where the `gpu` extra is installed."""
     if cfg.backend == "hf":
-        yield HFScorer(load_hf_model(path, cfg.dtype), cfg.device)
-    elif cfg.endpoint:
-        yield VLLMServerScorer(cfg.endpoint, cfg.served_model)
-    elif importlib.util.find_spec("vllm") is not None:
-        yield VLLMScorer(path, cfg.dtype)
-    else:
-        from terminalworld.agent.vllm import free_port, vllm_server
-        from terminalworld.core.threads import thread_budget
+        return HFScorer(load_hf_model(path, precision), cfg.device)
+    if cfg.endpoint:
+        from terminalworld.eval.vllm_server import VLLMServerScorer
 
-        server = {"model": path, "served_model": "model", "max_model_len": context_length(path), "port": free_port()}
-        with vllm_server(**server, cpu_threads=thread_budget()) as url:
-            yield VLLMServerScorer(url, "model")
+        return VLLMServerScorer(cfg.endpoint, cfg.served_model)
+    return VLLMScorer(path, precision)

@@ -22,12 +22,14 @@ def scores(
     device: str = "cpu",
     all_depths: bool = False,
     window: int | None = None,
+    precision: str = "float32",
     resources=None,
     version: str,
 ) -> Scores:
     """The probe's scores of `model` (rendered with `chat_template_from`'s template if given); with
     `all_depths`, every earlier observation of each row too (the depth curve); with `window` (the
-    trained sequence length), only rows within it, the others skipped with their reason."""
+    trained sequence length), only rows within it, the others skipped with their reason; in
+    `precision` (float32, bfloat16, or auto: `core.precision.resolve` on the machine that runs it)."""
     file = artifacts.scores_file(model_name)
     config = lambda ctx: ScoreConfig(  # noqa: E731
         model_path=model_path(ctx, model),
@@ -39,6 +41,7 @@ def scores(
         device=device,
         all_depths=all_depths,
         window=window,
+        dtype=precision,
     )
     deps = [model, heldout, chat_template_from]
     # The scores file resumes from what a preempted run put back (`local`).

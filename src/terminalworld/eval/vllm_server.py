@@ -47,12 +47,3 @@ def _get_json(url: str) -> dict[str, Any]:
             return json.loads(r.read())
     except OSError as e:
         raise InputError(f"no vLLM server answers at {url} ({e})") from None
-
-
-def context_length(path: str) -> int:
-    """The checkpoint's context length (its config's `max_position_embeddings`)."""
-    from transformers import AutoConfig
-
-    from terminalworld.core.assets import hf_folder
-
-    return int(AutoConfig.from_pretrained(hf_folder(path, "model")).max_position_embeddings)

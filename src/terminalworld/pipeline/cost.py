@@ -8,7 +8,7 @@ token), and the experiment quotes them with the load they were measured under.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +24,20 @@ class Throughput:
     trial_overhead_s: float  # Harbor and the sandbox around one agent trial
     sandbox_command_s: float  # one recorded or task-checking command in the sandbox
     source: str  # how the figures were obtained: measured (with the load) or assumed
+
+    def scaled(self, *, name: str, source: str, sft=1.0, score=1.0, prefill=1.0, generate=1.0) -> Throughput:
+        """These rates with each stage's speed multiplied by a measured ratio (another precision's
+        speed over this one's, measured side by side): `sft`, `score` (teacher-forced rows),
+        `prefill` (prompt tokens) and `generate` (new tokens)."""
+        return replace(
+            self,
+            name=name,
+            source=source,
+            sft_tokens_per_s=self.sft_tokens_per_s * sft,
+            score_s_per_token=self.score_s_per_token / score,
+            prefill_s_per_token=self.prefill_s_per_token / prefill,
+            generate_tokens_per_s=self.generate_tokens_per_s * generate,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,4 +87,31 @@ def cost_table(works: dict[str, Work], machines: list[Throughput]) -> str:
     lines.append("-" * len(head))
     lines.append("total".ljust(width) + "".join(hours(s).rjust(16) for s in totals))
     lines += [f"{m.name}: {m.source}" for m in machines]
+    return "\n".join(lines)
+
+
+def stage_seconds(works: dict[str, Work], t: Throughput) -> dict[str, float]:
+    """Estimated seconds per stage on `t`, a stage being the first word of a step's name
+    (`sft full-x1` is in `sft`), in the order the stages first appear."""
+    out: dict[str, float] = {}
+    for n, w in works.items():
+        stage = n.split()[0]
+        out[stage] = out.get(stage, 0.0) + w.seconds(t)
+    return out
+
+
+def projection_table(works: dict[str, Work], machines: list[Throughput], before: dict[str, float], label: str) -> str:
+    """Each stage's estimate on each machine beside a measured run's seconds for that stage
+    (`before`, keyed by stage; `label` names that run), and the totals."""
+    cols = [stage_seconds(works, m) for m in machines]
+    stages = list(dict.fromkeys([*before, *(s for c in cols for s in c)]))
+    width = max(len(s) for s in [*stages, "total"]) + 2
+    head = "stage".ljust(width) + label.rjust(22) + "".join(m.name.rjust(22) for m in machines)
+    lines = [head, "-" * len(head)]
+    for stage in stages:
+        was = hours(before[stage]) if stage in before else "-"
+        lines.append(stage.ljust(width) + was.rjust(22) + "".join(hours(c.get(stage, 0.0)).rjust(22) for c in cols))
+    lines.append("-" * len(head))
+    totals = "".join(hours(sum(c.values())).rjust(22) for c in cols)
+    lines.append("total".ljust(width) + hours(sum(before.values())).rjust(22) + totals)
     return "\n".join(lines)

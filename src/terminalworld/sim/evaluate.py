@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from terminalworld.agent.harness import HarnessConfig
-from terminalworld.core.assets import load_hf_model, local_model_path
+from terminalworld.core.assets import local_model_path
+from terminalworld.core.decoding import generation_model
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
@@ -79,7 +81,7 @@ class SimEvalConfig(GroundingOptions):
     seed: int = option(0, minimum=0)
     all_depths: bool = option(False, help="generate every observation of a row, each from its real prefix")
     backend: Literal["hf", "vllm"] = option("hf")
-    dtype: Literal["float32", "bfloat16"] = option("float32")
+    dtype: Precision = option("auto", help="compute precision; auto: bfloat16 where native and agreeing")
     device: Literal["cpu", "cuda"] = option("cpu")
     batch_size: int = option(1, minimum=1, help="rows served together: prompts per HF generate call")
 
@@ -233,10 +235,10 @@ def simulator(cfg: SimEvalConfig) -> Simulator:
     renderer = build_renderer(tokenizer=path, template_from=cfg.chat_template_from, view=cfg.mode)
     stop = stop_ids(renderer.tokenizer)
     if cfg.backend == "vllm":
-        generator = VLLMGenerator(path, stop=stop, dtype=cfg.dtype)
+        generator = VLLMGenerator(path, stop=stop, dtype=resolve(cfg.dtype, cfg.device))
     else:
         pad = renderer.tokenizer.pad_token_id if renderer.tokenizer.pad_token_id is not None else stop[0]
-        model = load_hf_model(path, cfg.dtype)
+        model = generation_model(path, cfg.dtype, cfg.device)
         # Tier 3's turns extend one session, so each reuses the session's KV cache; tiers 1 and 2
         # score independent rows, batched, each from scratch.
         generator = HFGenerator(

@@ -40,6 +40,13 @@ class DecodingOn(Decoding):
     device: Literal["cpu", "cuda"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class DecodingIn(DecodingOn):
+    """A decoding on a named device in a stated compute precision (`core.precision`)."""
+
+    dtype: Literal["float32", "bfloat16", "auto"]
+
+
 def probe_set(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str) -> ProbeSet:
     """`n` probes round-robin over the families; with `unseen_in`, from repos absent from its subset of `size`."""
     config = lambda ctx: ProbesConfig(  # noqa: E731
@@ -98,7 +105,7 @@ def sim_grade(
             agent_model=model_path(ctx, checkpoint),
             **caps,
             **source,
-            **asdict(decoding),
+            **{"dtype": "float32", **asdict(decoding)},  # float32 unless the plan states a precision
         )
 
     deps = [model, heldout, probes, tasks, chat_template_from, checkpoint]

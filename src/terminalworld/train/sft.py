@@ -20,6 +20,12 @@ from terminalworld.errors import InputError
 # Levanter's per-step HF exports, inside the output folder; the final one moves to `export_dir`.
 HF_STEPS = "hf-steps"
 
+# Levanter's mixed-precision policies (jmp strings). Marin trains with float32 parameters and
+# bfloat16 compute (its `MARIN_PRECISION`); Levanter's own default is float32 throughout, which runs
+# the TPU's (and a CPU's AMX/AVX512-BF16) matrix units at a fraction of their rate.
+MARIN_PRECISION = "p=f32,c=bfloat16"
+FLOAT32 = "f32"
+
 
 def levanter_model_class(hf_checkpoint: str):
     """The Levanter config class of an HF checkpoint's architecture (its `config.json` model_type)."""
@@ -93,6 +99,9 @@ class SftRecipe:
     # run resumes from), and a permanent one every `checkpoint_every` steps (small models, tests).
     checkpoint_minutes: float = 30.0
     checkpoint_every: int | None = None
+    # Levanter's `TrainerConfig.mp`: parameters and optimizer state stay float32, the forward and
+    # backward compute in bfloat16, as Marin's runs do.
+    mp: str = MARIN_PRECISION
 
 
 @dataclass(frozen=True)
@@ -166,6 +175,7 @@ def train_lm_config(cfg: SftConfig):
         num_train_steps=cfg.num_train_steps,
         train_batch_size=r.batch_size,
         tracker=tracker,
+        mp=precision_policy(r.mp),
         require_accelerator=False,
         checkpointer=checkpointer_config(f"{out}/checkpoints", r),
         log_dir=Path(out, "logs") if "://" not in out else Path("logs"),
@@ -191,6 +201,16 @@ def train_lm_config(cfg: SftConfig):
         hf_save_path=f"{out}/{HF_STEPS}",
         hf_save_steps=cfg.num_train_steps,
     )
+
+
+def precision_policy(mp: str):
+    """Levanter's `jmp.Policy` for a recipe's `mp` string; a string jmp cannot read is refused."""
+    import jmp
+
+    try:
+        return jmp.get_policy(mp)
+    except ValueError as e:
+        raise InputError(f"mixed-precision policy {mp!r}: {e}") from None
 
 
 def checkpointer_config(base_path: str, r: SftRecipe):
