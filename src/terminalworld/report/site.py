@@ -275,7 +275,9 @@ def benchmarks_page(cfg: DocsBuildConfig, repo_url: str) -> Page:
         script = result.parent.parent / f"{result.stem}.py"
         doc = ast.get_docstring(ast.parse(script.read_text())) if script.exists() else None
         paras = (doc or result.stem).split("\n\n")
-        usage = next((p.strip() for p in paras if p.strip().startswith("uv run")), f"uv run python {script}")
+        # The script's own usage line (`nice` allowed before it), else its path inside the checkout.
+        runs = [p.strip() for p in paras if p.strip().removeprefix("nice ").startswith("uv run")]
+        usage = next(iter(runs), f"uv run python benchmarks/{script.name}")
         page.add(f"## {result.stem}: {paras[0].strip()}", "", *[p for p in paras[1:] if "uv run" not in p], "")
         json_tables(page, json.loads(result.read_text()), 3)
         if (plot := result.with_suffix(".png")).exists():
