@@ -142,7 +142,7 @@ INTRO = [
     "(`cat` the file; `sed -n`, `head` and `tail` the range; `grep` the lines), and 10 of the 22 scored",
     "held-out targets stand verbatim in their block, so most of `retrieved`'s gain below is the block's",
     "copy of the output (the hybrid idea done softly), not evidence that the model predicts. The",
-    "probe's target classes (`eval/targets.py`) keep such read targets apart, as served by emulation",
+    "probe's target classes (`core/targets.py`) keep such read targets apart, as served by emulation",
     "(`report.grounding.class_table`). The recorder's sessions do change the repository (`sed -i`,",
     "heredocs): `retrieved` equals `replayed` on these rows only because 3-turn rows end before any",
     "edit. Unseen is per model: 8 of the 22 scored rows come from repos in the SFT subset of",
@@ -253,7 +253,7 @@ def main() -> None:
     tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
     data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
     pilot = pilot_ppl(results)
-    # Rows scored with target classes (`eval/targets.py`) give the table by class; older rows carry none.
+    # Rows scored with target classes (`core/targets.py`) give the table by class; older rows carry none.
     classes = {name: t for name, pattern in ROW_SETS if (t := report.ppl_by_class(_modes(results, pattern)))}
     classes = {name: t for name, t in classes.items() if any(c["headline"]["n"] for c in t.values())}
     out = data | {

@@ -85,7 +85,7 @@ def test_heldout_has_no_training_overlap_and_the_seeds_schema(corpus_glob, tmp_p
 
 
 def test_heldout_without_training_files_is_zero_shot_but_an_empty_file_is_refused(corpus_glob, tmp_path):
-    from terminalworld.eval.targets import classify_turn
+    from terminalworld.core.targets import classify_turn
 
     out = str(tmp_path / "zero-shot.jsonl")
     trajs = load_trajectories(corpus_glob)
@@ -275,7 +275,7 @@ def test_heldout_takes_each_repos_smallest_key_and_the_smallest_repos(corpus_glo
 def test_heldout_never_chooses_a_sentinel_target_and_records_each_class(tmp_path):
     """Three recorder sessions at 24 context turns: requests-1's 25th turn is the submit echo, so it is
     not eligible (counted as a sentinel target); the two rows chosen carry their targets' classes."""
-    from terminalworld.eval.targets import classify
+    from terminalworld.core.targets import classify
 
     out = tmp_path / "heldout.jsonl"
     m = sample_heldout(HeldoutConfig(corpus=[str(RECORDER_SESSIONS)], out=str(out), n=2, context_turns=24, seed=0))

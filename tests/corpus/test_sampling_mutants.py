@@ -11,6 +11,7 @@ import pytest
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import read_heldout
 from terminalworld.core.records import MAX_BAD_LINES, BadLine, Tally
+from terminalworld.core.targets import class_counts
 from terminalworld.corpus.sampling import (
     HeldoutConfig,
     SubsetsConfig,
@@ -19,7 +20,6 @@ from terminalworld.corpus.sampling import (
     sample_key,
 )
 from terminalworld.errors import InputError
-from terminalworld.eval.targets import class_counts
 
 
 @pytest.fixture(scope="module")

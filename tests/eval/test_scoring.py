@@ -10,10 +10,10 @@ import pytest
 from terminalworld.core.assets import load_hf_model, load_tokenizer, local_model_path, tiny_qwen3
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import heldout_row, heldout_trajectory
+from terminalworld.core.targets import classify
 from terminalworld.core.trajectories import extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.eval.scoring import HFScorer, ScoreConfig, score
-from terminalworld.eval.targets import classify
 
 
 @pytest.fixture(scope="module")

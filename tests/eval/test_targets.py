@@ -5,7 +5,7 @@ import pytest
 
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import heldout_row
-from terminalworld.eval.targets import (
+from terminalworld.core.targets import (
     CLASSES,
     MIN_COPY_CHARS,
     class_counts,
@@ -100,7 +100,7 @@ def test_counts_and_headline():
 
 
 def test_the_samplers_sentinel_check_agrees_with_the_rule():
-    from terminalworld.eval.targets import classify_turn, sentinel_turn
+    from terminalworld.core.targets import classify_turn, sentinel_turn
 
     for path in (SWE_ZERO, MINI, LOCAL, RECORDER):
         for traj in load_trajectories(str(path)):

@@ -8,8 +8,8 @@ import math
 import pytest
 
 from terminalworld.core.formats import load_trajectories
+from terminalworld.core.routing import route
 from terminalworld.core.trajectories import extract_command
-from terminalworld.grounding.routing import route
 from terminalworld.report.grounding import fidelity_by_family, ppl_by_bucket, ppl_table, route_share
 
 

@@ -91,8 +91,8 @@ def test_a_constant_simulator_diverges_at_once_and_the_agent_never_sees_its_subm
 
 def test_hybrid_serves_exact_routes_from_the_shadow_and_counts_their_share(task):
     from terminalworld.core.assets import load_tokenizer
+    from terminalworld.core.routing import route
     from terminalworld.grounding.modes import Grounder, GroundingOptions
-    from terminalworld.grounding.routing import route
     from terminalworld.sim.closed_loop import route_shares
 
     grounder = Grounder(GroundingOptions(grounding="hybrid"), load_tokenizer("smollm2"))

@@ -5,8 +5,8 @@ and on the shell forms that decide a route (pipes, heredocs, wrappers, redirecti
 import pytest
 
 from terminalworld.core.formats import load_trajectories
+from terminalworld.core.routing import family, route, simple_commands
 from terminalworld.core.trajectories import extract_command
-from terminalworld.grounding.routing import family, route, simple_commands
 
 # One real command of each probe family (as sim.probes writes them), its family and route.
 PROBE_COMMANDS = [

@@ -210,7 +210,7 @@ def test_resuming_under_another_grounding_mode_is_refused(setup, tmp_path):
 
 
 def test_the_headline_is_read_and_predict_so_the_sentinel_cannot_win_it(setup, tmp_path):
-    from terminalworld.eval.targets import classify
+    from terminalworld.core.targets import classify
     from terminalworld.sim.evaluate import summarize
 
     path, rows, _, _ = setup

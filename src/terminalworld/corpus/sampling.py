@@ -14,7 +14,7 @@ file is literally the first 10K lines of the 100K file).
 Held-out set (`sample_heldout`). The training subsets' repos and instance ids are collected
 first; then one pass over the corpus keeps, per eligible repo, its smallest-key trajectory, and the
 n repos whose candidates have the smallest keys are written in key order in the held-out schema (`core.heldout`).
-A trajectory whose target is a sentinel (`eval.targets`: the submit echo, a fixed output of the
+A trajectory whose target is a sentinel (`core.targets`: the submit echo, a fixed output of the
 policy) is not eligible: its tokens would measure the template, not the terminal. Each row records
 its target's class (`target_class`).
 """
@@ -34,9 +34,9 @@ from tqdm import tqdm
 from terminalworld.core.formats import iter_trajectories
 from terminalworld.core.heldout import heldout_row, observed_prefix
 from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dumps_row, expand_all, tallied, write_json
+from terminalworld.core.targets import class_counts, classify_turn, sentinel_turn
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
-from terminalworld.eval.targets import class_counts, classify_turn, sentinel_turn
 from terminalworld.options import int_list, option
 from terminalworld.pipeline.artifacts import subset_file
 
@@ -254,7 +254,7 @@ def eligibility(
 
 
 def classed_row(traj: Trajectory, context_turns: int) -> dict[str, Any]:
-    """The held-out row of a trajectory with its target's class (`eval.targets`)."""
+    """The held-out row of a trajectory with its target's class (`core.targets`)."""
     return {**heldout_row(traj, context_turns), "target_class": classify_turn(traj, context_turns)}
 
 

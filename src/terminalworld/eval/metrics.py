@@ -179,10 +179,10 @@ def checkpoint_metrics(r: Results, ids: list[str], base: Results | None, referen
 
 
 def class_metrics(r: Results, ids: list[str], base: Results | None = None) -> dict[str, Any]:
-    """Per target class (`eval.targets`) of the rows `ids`: count, tokens, token-weighted and median
+    """Per target class (`core.targets`) of the rows `ids`: count, tokens, token-weighted and median
     PPL (`by_class`), the same over the headline's classes, read + predict (`headline`), with how
     many headline rows beat the base. Empty when the rows carry no class (scores made before it)."""
-    from terminalworld.eval.targets import CLASSES, HEADLINE
+    from terminalworld.core.targets import CLASSES, HEADLINE
 
     if not ids or any("target_class" not in r.rows[i] for i in ids):
         return {}

@@ -16,7 +16,7 @@ On CPU rows go one per forward (the matmuls are already large); on GPU and with 
 batched, longest first.
 
 A row whose target observation holds no terminal text is skipped with its reason (`empty_target`),
-as is a row longer than the model's context. Every row carries its target's class (`eval.targets`:
+as is a row longer than the model's context. Every row carries its target's class (`core.targets`:
 sentinel, copy, read, predict; empty for the skipped empty targets), every depth of `all_depths`
 its own, and the summary gives each class's statistics and the headline's (read + predict).
 
@@ -39,11 +39,11 @@ from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
+from terminalworld.core.targets import CLASSES, HEADLINE, classify_turn, empty_target
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKET_LABELS, ppl_stats, token_bucket
-from terminalworld.eval.targets import CLASSES, HEADLINE, classify_turn, empty_target
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 
@@ -60,7 +60,7 @@ class Span:
     positions: np.ndarray  # token indices of the span (each predicted from the position before it)
     family: str
     chars: int
-    target_class: str | None = None  # `eval.targets`' class of the observation at its depth
+    target_class: str | None = None  # `core.targets`' class of the observation at its depth
 
 
 def observation_spans(r: Rendered, traj: Trajectory, all_depths: bool) -> list[Span]:

@@ -6,7 +6,7 @@
   simulator can know.
 - `replayed`: the same block, read after replaying the session's own earlier commands in the
   sandbox over a shadow copy: what perfect state tracking would give (an upper bound).
-- `hybrid`: the routing table (`grounding.routing`) sends read, navigation and edit commands to the
+- `hybrid`: the routing table (`core.routing`) sends read, navigation and edit commands to the
   shadow, which answers them exactly; execution and unknown commands are generated with the
   block of the files they touch, read from the shadow's current state.
 
@@ -22,10 +22,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from terminalworld.core import routing
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
-from terminalworld.grounding import retrieval, routing
+from terminalworld.grounding import retrieval
 from terminalworld.grounding.state import Shadow, Sources, shadow, sources
 from terminalworld.options import option
 

@@ -38,8 +38,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from terminalworld.core.routing import program, simple_commands
 from terminalworld.grounding import patterns
-from terminalworld.grounding.routing import program, simple_commands
 from terminalworld.grounding.state import ShadowReader
 
 HEADER = "Repository content for the next command (not part of its output):"

@@ -3,7 +3,7 @@
 1..15 (depth k: the k-th observation, after k - 1 earlier command/observation pairs; 15 is the
 probe's target).
 
-Each depth's observation has its target class (`eval.targets`). The curve pools only the headline's
+Each depth's observation has its target class (`core.targets`). The curve pools only the headline's
 classes (read + predict): an empty observation is scored on its end-of-turn token alone, and copies
 and sentinels measure no prediction, so mixing them in moves a depth's point with the share of
 such observations there rather than with the model. `depth_composition` counts the classes per depth.
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from terminalworld.core.targets import HEADLINE
 from terminalworld.eval.metrics import Results
-from terminalworld.eval.targets import HEADLINE
 
 
 def _kept(d: dict[str, Any], classes: tuple[str, ...]) -> bool:

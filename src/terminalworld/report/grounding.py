@@ -15,9 +15,9 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from terminalworld.core.routing import family, route
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.eval.metrics import BUCKET_LABELS, token_bucket
-from terminalworld.grounding.routing import family, route
 from terminalworld.report.figures import save_plot
 
 MODES = ("none", "retrieved", "replayed", "hybrid")
@@ -217,10 +217,10 @@ def ppl_plot(tables: dict[str, dict[str, dict[str, Any]]], out: str, name: str, 
 
 
 def ppl_by_class(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Per mode and target class (`eval.targets`), from the scores rows: token-weighted PPL of the
+    """Per mode and target class (`core.targets`), from the scores rows: token-weighted PPL of the
     scored rows and their count, the headline (read + predict) beside them, and (hybrid) the rows the
     shadow served. Rows without a class (scores made before it) are left out."""
-    from terminalworld.eval.targets import CLASSES, HEADLINE
+    from terminalworld.core.targets import CLASSES, HEADLINE
 
     out: dict[str, dict[str, Any]] = {}
     for mode, rows in rows_by_mode.items():

@@ -199,8 +199,8 @@ def _cls(x: dict[str, Any]) -> str:
 
 
 def class_section(page: Page, cps: list[dict[str, Any]]) -> None:
-    """The probe by target class (`eval.targets`): the headline on read + predict, then each class."""
-    from terminalworld.eval.targets import CLASSES
+    """The probe by target class (`core.targets`): the headline on read + predict, then each class."""
+    from terminalworld.core.targets import CLASSES
 
     page.add(
         "### By target class",

@@ -65,9 +65,9 @@ def markdown(table: dict[str, Any]) -> str:
 
 
 def class_markdown(cps: list[dict[str, Any]], m: int) -> list[str]:
-    """The per-class table (`eval.targets`): the headline on read + predict first, then each class,
+    """The per-class table (`core.targets`): the headline on read + predict first, then each class,
     as token-weighted PPL / median PPL (rows); nothing when the scores carry no class."""
-    from terminalworld.eval.targets import CLASSES
+    from terminalworld.core.targets import CLASSES
 
     if not cps or "by_class" not in cps[0]:
         return []

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from terminalworld.core.records import parse_json
+from terminalworld.core.targets import CLASSES
 from terminalworld.errors import InputError
-from terminalworld.eval.targets import CLASSES
 from terminalworld.options import named_files
 from terminalworld.report.figures import model_colors, save_plot
 

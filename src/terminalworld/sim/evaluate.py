@@ -4,7 +4,7 @@ answers an agent's commands on generated tasks with a real shadow sandbox beside
 `sim.closed_loop`).
 
 Rows are the held-out schema; probe rows add their `family`, which replaces the command family in
-the breakdowns. Each row's target is classed (`eval.targets`: sentinel, copy, read, predict) and the
+the breakdowns. Each row's target is classed (`core.targets`: sentinel, copy, read, predict) and the
 summary gives the rates per class and its headline on read + predict, the targets a simulator must
 read or predict rather than echo or copy. With `all_depths`, every observation of a row is generated from its own real prefix
 (free-running fidelity per depth). Output, as the scorer writes it: one JSON row per input row,
@@ -29,11 +29,11 @@ from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
+from terminalworld.core.targets import CLASSES, classify, headline
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, command_family, extract_command
 from terminalworld.corpus.actions import action_message
 from terminalworld.corpus.solver import plan, wrong_fix
 from terminalworld.errors import InputError
-from terminalworld.eval.targets import CLASSES, classify, headline
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
@@ -206,7 +206,7 @@ def summarize(rows: list[dict[str, Any]], cfg: SimEvalConfig, model_name: str) -
         **_rates(rows),
         "by_family": {f: _rates([r for r in rows if r["family"] == f]) for f in sorted({r["family"] for r in rows})},
         "by_bucket": {b: _rates([r for r in rows if r["bucket"] == b]) for _, b in BUCKETS},
-        # What the grade can carry: the target classes (`eval.targets`), the headline on read + predict,
+        # What the grade can carry: the target classes (`core.targets`), the headline on read + predict,
         # so that a sentinel echo or a copy of the context never lifts it.
         "by_class": {c: _rates([r for r in rows if r.get("target_class") == c]) for c in CLASSES},
         "headline": _rates([r for r in rows if headline(r.get("target_class"))]),

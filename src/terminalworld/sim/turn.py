@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from terminalworld.core.routing import route
 from terminalworld.grounding import retrieval
 from terminalworld.grounding.modes import TurnGrounding
-from terminalworld.grounding.routing import route
 from terminalworld.grounding.state import ShadowReader
 
 # The simulator, given the blocks of the session's turns (None: no grounding): (text, tokens).

@@ -20,7 +20,7 @@ exactly one class, checked in this order (the first that applies wins):
    file the session wrote by heredoc, a `sed -n` re-read after a `sed -i` of one line, a repeated
    `ls`, an `echo` of its own argument.
 4. `read`: repository content not yet in context, what grounding can serve: every simple command of
-   the line is a read or navigation program by the hybrid routing table (`grounding.routing`: `cat`,
+   the line is a read or navigation program by the hybrid routing table (`core.routing`: `cat`,
    `head`, `tail`, `sed` without `-i`, `grep`, `wc`, `ls`, `find`, `git status`, `git diff`, ...; its
    output is a function of the repository's files) and no line of the output is an error message
    (`ERROR_LINE`: `PROG: ...` from one of the line's programs, `fatal:`, `error:`, `usage:`).
@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from terminalworld.core.heldout import heldout_trajectory
+from terminalworld.core.routing import program, simple_commands, simple_family
 from terminalworld.core.trajectories import SUBMIT_SENTINEL, Trajectory, extract_command, split_observation
-from terminalworld.grounding.routing import program, simple_commands, simple_family
 
 TargetClass = Literal["empty", "sentinel", "copy", "read", "predict"]
 
