@@ -52,6 +52,7 @@ from typing import Any
 
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, extract_command
 from terminalworld.tasks import layout
+from terminalworld.tasks.submission import SUBMISSION_DIFF
 
 STEPS = (
     "file_found",
@@ -66,7 +67,6 @@ STEPS = (
 LOCALISATION = ("file_found", "body_shown", "line_shown")
 BODY_SHARE = 0.8  # of the function's lines an agent must have been shown for `body_shown`
 SHORT_OUTPUT_LINES = 3
-SUBMISSION_DIFF = "submission.diff"
 MAX_READ = 4 << 20  # bytes of a trial file the sandbox could have written; more is read as absent
 ORACLE_COMMANDS = ("bash /solution/solve.sh",)
 PYTHON = re.compile(r"(^|[\s|;&(/])python[0-9.]*\b")

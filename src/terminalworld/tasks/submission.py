@@ -15,6 +15,7 @@ import os
 
 from terminalworld.env import walk
 
+SUBMISSION_DIFF = "submission.diff"  # in the verifier's folder, written by the host alone
 FILE_BYTES = 8 << 20  # a bigger file in the copy counts as gone: its content is not read
 TEXT_BYTES = 256 << 10  # larger files are compared by bytes, not lines (difflib's cost is not linear)
 DIFF_BYTES = 4 << 20  # the agent grade reads at most this much (`agent.process.MAX_READ`)

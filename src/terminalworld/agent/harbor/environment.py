@@ -1,35 +1,11 @@
 """A Harbor environment whose every command runs in the project's bubblewrap sandbox: real Harbor
 jobs, trials and verifiers on a machine without Docker.
 
-Imported only inside Harbor's own environment (`harbor.runtime`), with the project's `src` on the
-path; the sandbox module needs nothing but the standard library and a bwrap binary, which the
-launcher passes as `bwrap=`.
-
-Each trial gets a private folder: the task's `environment/repo/` copied to the task's workdir
-(/testbed, the sandbox's repository mount), and host folders bound at /tests, /solution, /logs and
-/installed-agent, the absolute paths Harbor's verifier, oracle and agents use. A task without
-`environment/repo/` starts from an empty /testbed; a Dockerfile is not built (this environment has
-no image), so only tasks whose environment is the repository run here. Uploads and downloads are
-host copies through directory descriptors that never follow a symlink (`env.walk`): an upload
-replaces what stands in its way, a download copies folders and regular files only, so no symlink,
-FIFO or device a command made reaches the trial folder that Harbor's verifier reads on the host.
-After every command /logs/verifier is kept a real folder whose reward files are regular files.
-
-The host owns everything a verdict depends on. When the verifier starts (Harbor's removal of stale
-rewards, then its upload of /tests) every command still running is killed and /logs/verifier and
-/tests are replaced by new host folders, whatever modes, types or contents the agent left there, so
-nothing the agent did can make those steps fail (an unscored trial). A cancelled `exec` (Harbor's
-agent timeout) kills its command and returns only once it is gone, so no command of the agent runs
-while the verifier does. A generated task (`tests/cases.json`) is graded by the host
-(`tasks.layout.verdict`): the uploaded /tests holds its cases without the expected values and the
-host's own runner, and the download writes the host's reward from the case lines the sandbox
-printed, whatever reward file the code under test left; any other task's reward must pass
-`tasks.layout.read_reward` (a regular file holding one number in [0, 1]; a reward.json is refused),
-else the download fails: a failed submission, never a forged score. A download copies at most
-`layout.VERIFIER_FILES` files and `layout.VERIFIER_BYTES` bytes (the rest named in `dropped.txt`),
-and its `submission.diff` is the host's (`tasks.submission`), computed from the repository copy,
-never a file the sandbox wrote. A command runs as the sandbox's uid 0 whatever `user` asks, with the
-sandbox's wall limit (`timeout_sec`, else `command_timeout_s`).
+Imported only inside Harbor's own environment (`agent.harbor.runtime`). Each trial gets a private
+copy of the task's repository at /testbed and host folders bound at Harbor's paths; files cross
+only through no-follow, capped host copies (`env.walk`), and the verifier's folder comes back with
+the host's verdict (`tasks.verdict`), since anything a command wrote there is hostile. How a trial
+is laid out: docs/manual/stages.md; the threat model: docs/manual/sandbox.md.
 """
 
 from __future__ import annotations
@@ -46,13 +22,10 @@ from pathlib import Path, PurePosixPath
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
-from terminalworld.agent import process
 from terminalworld.core import scratch
 from terminalworld.env import copies, walk
 from terminalworld.env.sandbox import REPO_MOUNT, Sandbox, SandboxConfig
-from terminalworld.errors import VerifierError
-from terminalworld.tasks import layout
-from terminalworld.tasks.submission import submission_diff
+from terminalworld.tasks import layout, verdict
 
 BOUND = ("/tests", "/solution", "/logs", "/installed-agent")
 VERIFIER_DIR = "/logs/verifier"
@@ -179,63 +152,22 @@ class SandboxEnvironment(BaseEnvironment):
         os.mkdir(path, 0o755)
         self._sandbox.claim_repo()
 
-    @staticmethod
-    def _copy_capped(top: str, below: str, target: Path, skip: tuple[str, ...] = ()) -> None:
-        """Copy a sandbox folder's folders and regular files to `target`, at most
-        `layout.VERIFIER_FILES` entries and `layout.VERIFIER_BYTES` bytes: a file that does not fit
-        is dropped whole, as is what lies in a dropped folder or 16 folders down, and what was dropped
-        is named in `layout.DROPPED_NOTE`. Files `skip` (relative paths) are left out."""
-        target.mkdir(parents=True, exist_ok=True)
-        entries, size, dropped, named = 0, 0, 0, []
-        for fd, name, st, parts in walk.walk(top, below):
-            rel = "/".join([*parts, name])
-            dest = target.joinpath(*parts, name)
-            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)) or rel in skip:
-                continue
-            fits = size + (st.st_size if stat.S_ISREG(st.st_mode) else 0) <= layout.VERIFIER_BYTES
-            if entries >= layout.VERIFIER_FILES or not fits or len(parts) >= 16 or not dest.parent.is_dir():
-                dropped += 1
-                if len(named) < layout.VERIFIER_FILES:
-                    named.append(f"{rel[:200]!r} ({st.st_size} bytes)")
-                continue
-            entries += 1
-            if stat.S_ISDIR(st.st_mode):
-                dest.mkdir(exist_ok=True)
-            elif (src := walk.open_regular(fd, name)) is not None:
-                with os.fdopen(src, "rb") as fin, open(dest, "wb") as fout:
-                    size += fout.write(fin.read(layout.VERIFIER_BYTES - size + 1)[: layout.VERIFIER_BYTES - size])
-        if dropped:
-            caps = f"caps: {layout.VERIFIER_FILES} entries, {layout.VERIFIER_BYTES} bytes"
-            (target / layout.DROPPED_NOTE).write_text(
-                f"{dropped} entries left out ({caps}):\n" + "\n".join(named) + "\n"
-            )
-
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        """Copy a sandbox folder's folders and regular files to the host, under caps. The verifier's
-        reward and submission diff are the host's: the reward from the case lines (a generated task)
-        or a checked `reward.txt` (any other), the diff from the repository copy."""
+        """Copy a sandbox folder's folders and regular files to the host, under caps; the verifier's
+        folder comes with the host's verdict (`tasks.verdict.judge`)."""
         top, below = self._place(source_dir)
         if PurePosixPath(source_dir) != PurePosixPath(VERIFIER_DIR):
-            await asyncio.to_thread(self._copy_capped, top, below, Path(target_dir))
+            await asyncio.to_thread(verdict.copy_capped, top, below, Path(target_dir))
             return
-        target = Path(target_dir)
-        if self._cases is None:
-            if walk.lstat(top, f"{below}/reward.json") is not None:
-                raise VerifierError(f"{source_dir}/reward.json: refused; the reward is reward.txt alone")
-            reward = layout.read_reward(top, below)
-        else:
-            lines = walk.read_regular(top, f"{below}/cases.jsonl", max_bytes=layout.CASES_BYTES)
-            reward = layout.verdict(self._cases, lines)
-        own = ("reward.txt", "reward.json", process.SUBMISSION_DIFF)  # the host writes these afterwards
-        await asyncio.to_thread(self._copy_capped, top, below, target, own)
-        for name in ("reward.json", "reward.txt", process.SUBMISSION_DIFF):
-            (target / name).unlink(missing_ok=True)
-        if reward is not None:
-            (target / "reward.txt").write_text(f"{reward:g}\n")
-        original = self.environment_dir / "repo"
-        if original.is_dir():
-            diff = await asyncio.to_thread(submission_diff, str(original), str(self._host(REPO_MOUNT)))
-            (target / process.SUBMISSION_DIFF).write_text(diff)
+        await asyncio.to_thread(
+            verdict.judge,
+            top,
+            below,
+            Path(target_dir),
+            cases=self._cases,
+            original=self.environment_dir / "repo",
+            repo=str(self._host(REPO_MOUNT)),
+        )
 
     async def exec(
         self,
