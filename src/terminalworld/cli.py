@@ -46,7 +46,7 @@ def run_cli(fn: Callable[[], object]) -> int:
 
 # (command words, help, config class, function taking the config) for every dataclass command.
 def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object]]]:
-    from terminalworld.agent.evaluate import AgentEvalConfig
+    from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
     from terminalworld.corpus.recorder import RecordConfig, record_corpus
     from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
     from terminalworld.env.exec_cli import ExecConfig, exec_main
@@ -54,7 +54,6 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.report.probe import CompareConfig, compare_main
     from terminalworld.report.site import DocsBuildConfig, build_docs
     from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
-    from terminalworld.sim.harbor_loop import agent_grade
     from terminalworld.sim.probes import ProbesConfig, make_probes
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
     from terminalworld.train.maskview import ShowMaskConfig, show_mask
@@ -81,7 +80,7 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
             ("agent-eval",),
             "grade an agent on Harbor-format tasks with Harbor (resumable)",
             AgentEvalConfig,
-            agent_grade,
+            agent_eval,
         ),
         (("docs", "build"), "the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
     ]

@@ -184,8 +184,6 @@ def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded
     fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{patch}EOF\n```"
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps({"*": [fix, "THOUGHT: check.\n\n```bash\ngit diff --stat\n```"]}))
-    from terminalworld.sim.harbor_loop import agent_grade
-
     out = tmp_path / "simulated"
     cfg = AgentEvalConfig(
         tasks=str(one),
@@ -196,7 +194,7 @@ def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded
         simulator="smollm2",
         simulator_tokens=8,
     )
-    s = agent_grade(cfg)
+    s = agent_eval(cfg)
     # The real shadow repository was fixed, so the real verifier scores 1.0 whatever the agent saw.
     assert s["scored_trials"] == 1 and s["pass_at_1"] == 1.0
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
@@ -219,8 +217,6 @@ def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task
     fix = f"THOUGHT: apply the fix.\n\n```bash\ngit apply - <<'EOF'\n{solution_patch(one / task)}EOF\n```"
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps({"*": [fix, "THOUGHT: check.\n\n```bash\ngit diff --stat\n```"]}))
-    from terminalworld.sim.harbor_loop import agent_grade
-
     out = tmp_path / "hybrid"
     cfg = AgentEvalConfig(
         tasks=str(one),
@@ -232,7 +228,7 @@ def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task
         simulator_tokens=8,
         grounding="hybrid",
     )
-    s = agent_grade(cfg)
+    s = agent_eval(cfg)
     assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == s["grounding"] == "hybrid"
     assert [json.loads(x)["grounding"] for x in (out / "trials.jsonl").read_text().splitlines()] == ["hybrid"]
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]

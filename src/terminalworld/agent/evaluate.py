@@ -11,13 +11,15 @@ dataset (`registry:NAME@VERSION`).
 Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun keeps every trial
 that has a result), `trials.jsonl` (one row per trial, with the steps of a fix it reached:
 `agent.process`), `summary.json` (pass@1 ± stderr, pass@k, the rate of each step of a fix,
-counts, errors) and `harbor_result.json` (Marin's field names). A trial that crashes is that
+counts, errors) and `harbor_result.json` (Marin's field names); in the simulated environment also
+`closed_loop.jsonl` (`sim.harbor_loop`). The command line and the steps both call `agent_eval`. A trial that crashes is that
 trial's error; the others keep their results.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import subprocess
@@ -38,6 +40,9 @@ from terminalworld.options import option
 JOB_NAME = "agent-eval"
 SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor.environment:SandboxEnvironment"
 SIMULATED_ENVIRONMENT = "terminalworld.sim.harbor_environment:SimulatedEnvironment"
+# The simulator's stage sits above this one: its closed-loop summary of a simulated job is named by
+# import path, as its Harbor environment is, and loaded only when a job ran there.
+SIMULATED_LOOP = "terminalworld.sim.harbor_loop:write_closed_loop"
 SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
 
 
@@ -217,6 +222,9 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
             f.write(dumps_row({**row, **simulated}))
+    if simulated:  # the job's closed loop: `closed_loop.jsonl`, summarised under `closed_loop`
+        module, name = SIMULATED_LOOP.split(":")
+        summary["closed_loop"] = getattr(importlib.import_module(module), name)(job, out, cfg.grounding)
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

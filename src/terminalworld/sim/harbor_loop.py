@@ -1,12 +1,10 @@
-"""Tier 3 through Harbor: the agent grade in Harbor's simulated environment
-(`sim.harbor_environment.SimulatedEnvironment`), where a simulator answers the agent's commands
-and the sandbox runs them too as the shadow Harbor's verifier grades, summarised as the closed loop.
+"""Tier 3 through Harbor: the closed loop of an `agent-eval` job run in the simulated environment
+(`sim.harbor_environment.SimulatedEnvironment`), where a simulator answered the agent's commands
+and the sandbox ran them too as the shadow Harbor's verifier graded.
 
-`agent_grade` is the `agent-eval` command: Harbor's job and its trial rows (`agent.evaluate`), and
-in the simulated environment the closed-loop episodes of the job (`closed_loop.jsonl`, one row per
-trial) with their summary under the summary's `closed_loop`. In the simulated environment the
-grounding mode is recorded in every row of both files and in the summary, as `score` and
-`sim-eval` record it; the other environments have no simulator, so `--grounding` is refused there.
+`agent.evaluate.agent_eval` calls `write_closed_loop` (by import path: this stage sits above it)
+once the job is done: one row per trial in `closed_loop.jsonl` and their summary, each with the
+grounding mode, as `score` and `sim-eval` record it.
 """
 
 from __future__ import annotations
@@ -15,28 +13,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig, agent_eval
 from terminalworld.agent.results import trial_row
-from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
+from terminalworld.core.records import atomic_jsonl, dumps_row
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.closed_loop import LoopEpisode, LoopTurn, loop_summary
 from terminalworld.sim.fidelity import similarity
 
 
-def agent_grade(cfg: AgentEvalConfig) -> dict[str, Any]:
-    """Run (or resume) the Harbor job (in the simulated environment `agent_eval` records the grounding
-    mode in every trial row and the summary); there, also write its closed loop, mode in every row."""
-    summary = agent_eval(cfg)
-    if cfg.environment != "simulated":
-        return summary
-    out = Path(cfg.out).resolve()
-    episodes = harbor_loop(out / "jobs" / JOB_NAME)
+def write_closed_loop(job_dir: Path, out: Path, grounding: str) -> dict[str, Any]:
+    """Write the closed-loop episodes of the Harbor job in `job_dir` to `out/closed_loop.jsonl`,
+    the grounding mode in every row, and return their summary (the agent summary's `closed_loop`)."""
+    episodes = harbor_loop(job_dir)
     with atomic_jsonl(str(out / "closed_loop.jsonl")) as f:
         for e in episodes:
-            f.write(dumps_row({"grounding": cfg.grounding, **e.row()}))
-    summary["closed_loop"] = {"grounding": cfg.grounding, **loop_summary(episodes, [], [])}
-    write_json(str(out / "summary.json"), summary)
-    return summary
+            f.write(dumps_row({"grounding": grounding, **e.row()}))
+    return {"grounding": grounding, **loop_summary(episodes, [], [])}
 
 
 def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
