@@ -195,6 +195,55 @@ def test_a_step_runs_the_stages_own_function_on_its_own_config():
     assert adapters == [] and not {"step", "inside", "joined", "model_input"} & step_module
 
 
+def _defined_in(tree: ast.Module) -> set[str]:
+    """Names a module defines itself: its functions and classes, nested ones too."""
+    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+
+
+def test_every_step_runs_a_function_its_stage_exports():
+    # `config_step(name, run, config, ...)`: `run` is a library function imported by name, never a
+    # lambda, a local adapter or a function the builder's module writes for the step.
+    found, wrong = 0, []
+    for p in SRC.rglob("*.py"):
+        tree = ast.parse(p.read_text())
+        own = _defined_in(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "config_step" and len(node.args) > 1:
+                found += 1
+                run = node.args[1]
+                if not isinstance(run, ast.Name) or run.id in own:
+                    wrong.append(f"{p.relative_to(SRC)}:{node.lineno} {ast.unparse(run)}")
+    assert found >= 10 and wrong == []
+
+
+# Markdown a report module could write by hand: a table row, or an edit of a heading.
+_HAND_TABLE = ("|---", "| ")
+
+
+def test_each_report_table_is_data_with_one_renderer():
+    # Tables are `report.tables.Table` values rendered by `report.tables` alone, for `report.md` and the
+    # site alike: no report module writes a table row itself or edits another's Markdown.
+    written = []
+    for p in (SRC / "report").glob("*.py"):
+        if p.name == "tables.py":
+            continue
+        for node in ast.walk(ast.parse(p.read_text())):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+            if any(line.lstrip().startswith(_HAND_TABLE) for line in text.splitlines()):
+                written.append(f"{p.name}:{node.lineno} {node.value[:40]!r}")
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "replace" and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and str(first.value).startswith("#"):
+                    written.append(f"{p.name}:{node.lineno} replace({first.value!r})")
+    assert written == []
+
+
+def test_the_report_rule_sees_a_hand_written_row():
+    bad = ast.parse('lines.append(f"| {name} | {x:.2f} |")')
+    strings = [n.value for n in ast.walk(bad) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    assert any(s.lstrip().startswith(_HAND_TABLE) for s in strings)
+
+
 def test_modules_stay_small():
     sizes = {p.relative_to(SRC).as_posix(): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
     assert {m: n for m, n in sizes.items() if n > 450} == {}
@@ -216,22 +265,62 @@ def test_public_functions_and_classes_have_docstrings():
     assert missing == []
 
 
-# Imports every module (but those of foreign environments), then prints the signals whose handler
-# changed: importing is reading, and only the process that runs sandboxes installs its cleanup.
+# Imports every module (but those of foreign environments) and prints what importing did: the
+# signals whose handler changed, and each call a project module made itself (its own line the
+# caller) that outlives the import: a signal handler, a fork hook, an exit hook, a loaded library,
+# a started thread; and any environment variable set. Importing is reading: only the process that
+# runs sandboxes installs its cleanup, and only code that needs libc loads it.
 _IMPORT_ALL = """
-import importlib, signal
+import atexit, ctypes, importlib, os, signal, sys, threading
+sys.path.insert(0, {path!r})
 before = {{s: signal.getsignal(s) for s in signal.valid_signals()}}
+environ = dict(os.environ)
+calls = []
+
+def watch(owner, name):
+    real = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        caller = sys._getframe(1).f_code.co_filename
+        if {src!r} in caller:
+            calls.append(f"{{name}} from {{caller.split({src!r})[1]}}")
+        return real(*args, **kwargs)
+    setattr(owner, name, wrapper)
+
+for owner, name in ((signal, "signal"), (os, "register_at_fork"), (atexit, "register"), (threading.Thread, "start")):
+    watch(owner, name)
+real_init = ctypes.CDLL.__init__
+def cdll_init(self, *args, **kwargs):
+    caller = sys._getframe(1).f_code.co_filename
+    if {src!r} in caller:
+        calls.append(f"CDLL from {{caller.split({src!r})[1]}}")
+    real_init(self, *args, **kwargs)
+ctypes.CDLL.__init__ = cdll_init
 for module in {modules!r}:
     importlib.import_module(module)
 print(sorted(signal.Signals(s).name for s, h in before.items() if signal.getsignal(s) != h))
+print(sorted(set(calls)))
+print(sorted(k for k in os.environ if os.environ.get(k) != environ.get(k)))
 """
 
 
-def test_importing_any_module_installs_no_signal_handler():
-    modules = sorted(m for m in _graph() if m not in FOREIGN)
-    code = _IMPORT_ALL.format(modules=modules)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert r.stdout.strip() == "[]"
+def _import_all(modules: list[str], src: Path = SRC) -> list[str]:
+    code = _IMPORT_ALL.format(modules=modules, src=str(src), path=str(src.parent))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def test_importing_any_module_has_no_side_effect():
+    assert _import_all(sorted(m for m in _graph() if m not in FOREIGN)) == ["[]", "[]", "[]"]
+
+
+def test_the_import_check_sees_a_side_effect(tmp_path):
+    # The check itself: a module that loads libc and installs a handler at import is caught.
+    package = tmp_path / "noisy"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    code = "import ctypes, signal\nctypes.CDLL(None)\nsignal.signal(signal.SIGHUP, lambda *a: None)\n"
+    (package / "probe.py").write_text(code)
+    out = _import_all(["noisy.probe"], package)
+    assert out[0] == "['SIGHUP']" and "CDLL from" in out[1] and "signal from" in out[1]
 
 
 def test_the_signal_check_sees_the_cleanup_once_asked_for():

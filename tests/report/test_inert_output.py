@@ -10,8 +10,9 @@ import markdown
 
 from terminalworld.core.terminal import for_terminal, inert
 from terminalworld.eval.metrics import BUCKETS
-from terminalworld.report.pages import Page, cell
-from terminalworld.report.probe import markdown as probe_markdown
+from terminalworld.report.pages import Page
+from terminalworld.report.probe import probe_blocks
+from terminalworld.report.tables import Table, cell, to_markdown
 from terminalworld.train.maskview import ShowMaskConfig, show_mask
 from tests.paths import FIXTURES
 
@@ -67,7 +68,7 @@ def test_page_cells_show_hostile_names_as_typed():
         "a|b",
         "![i](javascript:alert(1))",
     ]
-    page.table("repo|n", [[n, 1] for n in names])
+    page.put(Table(["repo", "n"], [[n, 1] for n in names]))
     html = _html("\n".join(page.lines))
     assert "<a " not in html and "<img" not in html and "<script" not in html and "<em onclick" not in html
     assert 'onclick="' not in html and html.count("<tr>") == len(names) + 1  # one row each, "a|b" one cell
@@ -91,5 +92,5 @@ def test_the_probe_page_shows_a_hostile_repository_as_text():
         "buckets": {label: bucket for label, *_ in BUCKETS},
     }
     table = {"checkpoints": [checkpoint], "n_common": 1, "base": "cp", "reference": None}
-    html = _html(probe_markdown(table))
+    html = _html(to_markdown(probe_blocks(table)))
     assert "javascript:" in html and 'href="javascript:' not in html and "<a " not in html and "<b>" not in html

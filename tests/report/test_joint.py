@@ -1,4 +1,5 @@
-from terminalworld.report.joint import NO_SOLVES, joint_markdown, joint_plot, joint_table
+from terminalworld.report.joint import NO_SOLVES, joint_blocks, joint_plot, joint_table
+from terminalworld.report.tables import to_markdown
 
 
 def _cp(name, median, tw=None):
@@ -28,7 +29,7 @@ def test_opposite_directions_by_hand(tmp_path):
     # 10K: assistant better at both.
     assert by_scale["10K"]["better_world_model"] == "assistant" and by_scale["10K"]["opposite"] is False
     assert joint["note"] is None
-    text = joint_markdown(joint)
+    text = to_markdown(joint_blocks(joint))
     assert "| assistant-1M | 0.110 ± 0.030 | 33 / 300 | — | 3.00 | 6.00 |" in text and "| 1M |" in text
     assert joint_plot(joint, str(tmp_path)).endswith("agent_vs_world_model.png")
     assert (tmp_path / "agent_vs_world_model.png").stat().st_size > 1000
@@ -38,7 +39,7 @@ def test_no_solves_is_said_in_plain_words():
     joint = joint_table(
         [_cp("assistant", 3.0), _cp("full", 2.0)], {"assistant": _g(0.0, 0.0, 0, 4), "full": _g(0.0, 0.0, 0, 4)}
     )
-    assert joint["note"] == NO_SOLVES and NO_SOLVES in joint_markdown(joint)
+    assert joint["note"] == NO_SOLVES and NO_SOLVES in to_markdown(joint_blocks(joint))
     assert joint["opposite_directions"][0]["better_agent"] is None and not joint["opposite_directions"][0]["opposite"]
 
 
@@ -87,4 +88,4 @@ def test_the_opposite_directions_table_carries_a_paired_test_per_task():
     assert (o["paired"]["a_higher"], o["paired"]["b_higher"], o["paired"]["ties"]) == (6, 0, 18)
     assert o["paired"]["sign_p"] == 2 / 64 and o["paired"]["permutation_p"] == 2 / 64 and o["opposite"]
     assert joint["rows"][0]["pass_at_k_ci95"]["1"]["value"] == 8 / 24
-    assert "0.0312, 0.0312 (24 tasks)" in joint_markdown(joint)
+    assert "0.0312, 0.0312 (24 tasks)" in to_markdown(joint_blocks(joint))

@@ -1,6 +1,7 @@
 """The agent grade on the task ladder from agent summaries with known numbers."""
 
-from terminalworld.report.ladder import ladder_markdown, ladder_table
+from terminalworld.report.ladder import ladder_blocks, ladder_table
+from terminalworld.report.tables import to_markdown
 
 
 def _summary(solves: list[int], file_found=None):
@@ -32,7 +33,7 @@ def test_per_level_pass_at_k_steps_and_paired_tests():
     assert (test["scale"], test["a_higher"], test["b_higher"], test["ties"]) == ("x1", 6, 0, 18)
     assert test["sign_p"] == 2 / 64 == test["permutation_p"]
     assert table["pinpoint"]["paired"][0]["sign_p"] == 1.0
-    md = ladder_markdown(table)
+    md = to_markdown(ladder_blocks(table), level=2)
     assert "### Level: issue" in md and "| x1 | 24 | 0.250 | 6 | 0 | 0.0312 | 0.0312 |" in md
     assert "| pinpoint" not in md and "| full-x1 | 0.000 [0.000, 0.000] | 0 / 24 | 0.750 | — | 0.500 | 0.250 |" in md
-    assert ladder_markdown({}) == ""
+    assert ladder_blocks({}) == []

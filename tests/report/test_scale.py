@@ -8,7 +8,8 @@ import pytest
 
 from terminalworld.eval.metrics import Results, compare
 from terminalworld.report.depth import depth_curve
-from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table, sign_test
+from terminalworld.report.scale import findings, process_table, scale_blocks, scale_table, sign_test
+from terminalworld.report.tables import to_markdown
 
 
 def _results(name: str, ppls: list[float]) -> Results:
@@ -63,7 +64,7 @@ def test_the_scale_axis_counts_and_the_findings_hold_where_they_should():
     swapped = scale_table(table, results, arms=["assistant", "full", "user"], scales=["x3", "x1"])
     trends = [f["holds"] for f in findings(swapped) if "grows" in f["finding"]]
     assert trends == [False, False]  # the same numbers read backwards
-    text = scale_markdown(axis, findings(axis), [])
+    text = to_markdown(scale_blocks(axis, findings(axis), []))
     assert "3 of 4" in text and "**holds**" in text
 
 

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from terminalworld.errors import InputError
-from terminalworld.report.simgrade import UNMEASURED, WEAK, read_sims, sim_markdown, sim_plots, sim_table
+from terminalworld.report.simgrade import UNMEASURED, WEAK, read_sims, sim_blocks, sim_plots, sim_table
+from terminalworld.report.tables import to_markdown
 
 
 def _summary(tier, **kw):
@@ -38,7 +39,7 @@ def test_tables_per_tier_and_the_weak_note(tmp_path):
     t = sim_table(sims)
     assert t["checkpoints"]["full"]["tier1"]["by_family"] == {"ls": 0.9} and t["note"] == UNMEASURED
     assert t["checkpoints"]["full"]["tier3"]["first_divergence"] == [1, 3]
-    md = sim_markdown(t)
+    md = to_markdown(sim_blocks(t))
     assert "| full | 4 | 25% | 0.500 | 0.400 | 0% | — | 50% |" in md
     assert "| base | 0.200 | — |" in md and "| full | — | 0.900 |" in md  # families: cat, ls
     assert "| full | 2 | 0.300 | 2 | 50% | 0.500 vs 1.000 |" in md
@@ -49,7 +50,7 @@ def test_tables_per_tier_and_the_weak_note(tmp_path):
         "sim_divergence.png",
     ]
     weak = sim_table({"a": {1: _summary(1, similarity=0.2, degenerate_rate_long=0.0)}})
-    assert weak["note"] == WEAK and WEAK in sim_markdown(weak)
+    assert weak["note"] == WEAK and WEAK in to_markdown(sim_blocks(weak))
     assert sim_table({"a": {1: _summary(1, similarity=0.6, degenerate_rate_long=0.25)}})["note"] is None
 
 
@@ -68,12 +69,12 @@ def test_tier_three_shows_its_confusion_table_and_says_when_one_outcome_is_all_t
     c["real_failed_sim_failed"] = 4
     b = dict.fromkeys(c, 0) | {"real_solved_sim_solved": 6, "real_failed_sim_solved": 6}
     both = _summary(3, episodes=12, wrong_share=0.5, real_outcomes_both=True, confusion=c, belief_confusion=b)
-    md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", both)])))
+    md = to_markdown(sim_blocks(sim_table(read_sims([_write(tmp_path, "full.t3", both)]))))
     assert "| full | 50% | 5 | 1 | 2 | 4 | 6 | 6 |" in md and ONE_OUTCOME not in md
     one = both | {"real_outcomes_both": False, "wrong_share": None}
-    md = sim_markdown(sim_table(read_sims([_write(tmp_path, "full.t3", one)])))
+    md = to_markdown(sim_blocks(sim_table(read_sims([_write(tmp_path, "full.t3", one)]))))
     assert "| full | — | 5 |" in md and ONE_OUTCOME in md
-    assert "real ✓ sim ✓" not in sim_markdown(sim_table(read_sims([_write(tmp_path, "a.t3", _summary(3))])))
+    assert "real ✓ sim ✓" not in to_markdown(sim_blocks(sim_table(read_sims([_write(tmp_path, "a.t3", _summary(3))]))))
 
 
 def test_tiers_one_and_two_show_the_headline_and_each_class(tmp_path):
@@ -82,7 +83,7 @@ def test_tiers_one_and_two_show_the_headline_and_each_class(tmp_path):
     by_class |= {"predict": {"n": 1, "exact_match": 0.0, "similarity": 0.1}}
     headline = {"n": 3, "exact_match": 0.0, "similarity": 0.5 / 3}
     t = sim_table(read_sims([_write(tmp_path, "full.t1", _summary(1, by_class=by_class, headline=headline))]))
-    md = sim_markdown(t)
+    md = to_markdown(sim_blocks(t))
     assert "| model | headline exact match | headline similarity | sentinel | copy | read | predict |" in md
     assert "| full | 0% | 0.167 (3) | 1.000 (2) | — (0) | 0.200 (2) | 0.100 (1) |" in md
 
@@ -91,5 +92,5 @@ def test_a_checkpoint_graded_as_its_own_agent_is_a_row_of_its_own(tmp_path):
     pairs = [_write(tmp_path, "full-x9.t3", _summary(3)), _write(tmp_path, "full-x9-as-agent.t3", _summary(3))]
     t = sim_table(read_sims(pairs))
     assert set(t["checkpoints"]) == {"full-x9", "full-x9-as-agent"}
-    assert "| full-x9-as-agent | 2 | 0.300 | 2 | 50% |" in sim_markdown(t)
+    assert "| full-x9-as-agent | 2 | 0.300 | 2 | 50% |" in to_markdown(sim_blocks(t))
     assert len(sim_plots(t, str(tmp_path))) == 1  # the divergence plot, both loops in it

@@ -8,7 +8,8 @@ import pytest
 from terminalworld.eval.metrics import Results, compare
 from terminalworld.report.depth import depth_composition, depth_curve, depth_scope
 from terminalworld.report.grounding import class_table, ppl_by_class
-from terminalworld.report.probe import markdown
+from terminalworld.report.probe import class_blocks, probe_blocks
+from terminalworld.report.tables import to_markdown
 
 CLASSES = ["read", "predict", "copy", "sentinel"]
 
@@ -42,7 +43,7 @@ def test_checkpoint_metrics_by_class_and_the_headline():
     assert c["headline"]["token_weighted_ppl"] == pytest.approx(math.sqrt(2.0 * 16.0))
     assert c["headline"]["beats_base"] == 1  # read improved, predict worsened
     assert c["by_class"]["copy"]["token_weighted_ppl"] == pytest.approx(1.1)
-    text = markdown(table)
+    text = to_markdown(probe_blocks(table))
     assert "headline: read + predict" in text and "1 of 2" in text
 
 
@@ -77,11 +78,11 @@ def test_grounding_by_class_marks_read_as_served_by_emulation():
 
 
 def test_the_probe_page_shows_the_headline_and_each_class(tmp_path):
-    from terminalworld.report.pages import Page, class_section
+    from terminalworld.report.pages import Page
 
     base, ft = _results("base", [4.0, 8.0, 2.0, 1.5]), _results("ft", [2.0, 16.0, 1.1, 1.01])
     page = Page(str(tmp_path), "p.md")
-    class_section(page, compare([base, ft], "base")["checkpoints"])
+    page.put(*class_blocks(compare([base, ft], "base")["checkpoints"]))
     text = "\n".join(page.lines)
     assert "| model | headline: read + predict | beats base | sentinel | copy | read | predict |" in text
     assert "| ft | 5.7 / 9.0 · n=2 | 1 of 2 |" in text and page.tables == [["base", "ft"]]

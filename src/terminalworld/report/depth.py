@@ -19,6 +19,7 @@ import numpy as np
 
 from terminalworld.core.targets import HEADLINE
 from terminalworld.eval.metrics import Results
+from terminalworld.report.tables import Block, Heading, Table, fixed
 
 
 def _kept(d: dict[str, Any], classes: tuple[str, ...]) -> bool:
@@ -79,3 +80,24 @@ def depth_scope(results: list[Results] | dict[str, Results], ids: list[str]) -> 
     rs = results.values() if isinstance(results, dict) else results
     classed = all("target_class" in d for r in rs for i in ids for d in r.rows[i].get("depths") or [])
     return "read + predict observations" if classed else "every observation; scores without target classes"
+
+
+def depth_blocks(
+    curve: dict[str, list[dict[str, Any]]], scope: str | None, composition: dict[Any, dict[str, int]] | None
+) -> list[Block]:
+    """The depth curve as a table: per model, each depth's median PPL (rows scored there), then, when
+    the scores carry classes, how many observations of each class every depth holds."""
+    depths = sorted({p["depth"] for points in curve.values() for p in points})
+    scope = scope or "every observation; scores without target classes"
+    rows = []
+    for name, points in curve.items():
+        at = {p["depth"]: p for p in points}
+        rows.append([name, *(f"{fixed(at[d]['median_ppl'], 1)} ({at[d]['rows']})" if d in at else "—" for d in depths)])
+    by_depth = {str(d): counts for d, counts in (composition or {}).items()}  # JSON keys are strings
+    for cls in ("read", "predict", "copy", "sentinel", "empty") if by_depth else ():
+        rows.append([f"*{cls} observations*", *(str(by_depth.get(str(d), {}).get(cls, 0)) for d in depths)])
+    return [
+        Heading("Env PPL by context depth"),
+        f"Median PPL of the k-th observation of a row (rows scored at that depth), over {scope}.",
+        Table(["model", *(str(d) for d in depths)], rows, "l" + "r" * len(depths)),
+    ]

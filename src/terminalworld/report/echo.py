@@ -19,6 +19,7 @@ import numpy as np
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import bootstrap_ci
 from terminalworld.report.figures import save_plot
+from terminalworld.report.tables import Block, Heading, Table, to_markdown
 from terminalworld.train.echo.miniature import ARMS, EchoRecipe
 
 REPORT_FILE = "echo_report.json"
@@ -126,45 +127,43 @@ def _in_order(arms: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(a, arms[a]) for a in ARMS if a in arms]
 
 
-def echo_markdown(table: dict[str, Any], title: bool = True) -> str:
-    """The report as Markdown: its title (unless a page gives its own), the arms' table, the
-    departures and the notes."""
-    lines = [
-        *(["# ECHO miniature: GRPO, ECHO and env-only", ""] if title else []),
-        f"Held-out env-token cross-entropy (nats per O′ token) on {table['heldout_trajectories']} fixed "
-        "trajectories; changes are paired per trajectory, brackets hold 95% bootstrap intervals.",
-        "",
-        "| arm | λ | solved / rollouts | zero-variance groups | valid actions | env CE before | after | change "
-        "| vs GRPO | s/step |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+TITLE = "ECHO miniature: GRPO, ECHO and env-only"
+
+
+def echo_blocks(table: dict[str, Any]) -> list[Block]:
+    """The report's tables: the arms, the seconds per phase, the departures and the notes."""
+    rows = []
     for name, a in _in_order(table["arms"]):
         zv = float(np.mean(a["zero_variance_groups_per_step"]))
         vs = _ci(a["env_ce_vs_grpo"]) if "env_ce_vs_grpo" in a else "—"
         lam = f"{a['lam']:g}" + (" (alone)" if a["env_only"] else "")
-        lines.append(
-            f"| {name} | {lam} | {a['solved']} / {a['rollouts']} | {zv:.0%} | {a['valid_action_rate']:.0%} | "
-            f"{a['env_ce_before']:.4f} | "
-            f"{a['env_ce_after']:.4f} | {_ci(a['env_ce_change'])} | {vs} | {a['seconds_per_step']['step']:.1f} |"
+        rows.append(
+            [
+                *(name, lam, f"{a['solved']} / {a['rollouts']}", f"{zv:.0%}", f"{a['valid_action_rate']:.0%}"),
+                *(f"{a['env_ce_before']:.4f}", f"{a['env_ce_after']:.4f}", _ci(a["env_ce_change"]), vs),
+                f"{a['seconds_per_step']['step']:.1f}",
+            ]
         )
-    lines += [
-        "",
+    columns = ["arm", "λ", "solved / rollouts", "zero-variance groups", "valid actions", "env CE before", "after"]
+    blocks: list[Block] = [
+        f"Held-out env-token cross-entropy (nats per O′ token) on {table['heldout_trajectories']} fixed "
+        "trajectories; changes are paired per trajectory, brackets hold 95% bootstrap intervals.",
+        Table([*columns, "change", "vs GRPO", "s/step"], rows, "l" + "r" * 9),
         "Seconds per step by phase:",
-        "",
-        "| arm | generation | sandbox | forward/backward |",
-        "|---|---:|---:|---:|",
+        Table(
+            ["arm", "generation", "sandbox", "forward/backward"],
+            [[n, *(f"{a['seconds_per_step'][p]:.2f}" for p in _PHASES)] for n, a in _in_order(table["arms"])],
+            "lrrr",
+        ),
     ]
-    for name, a in _in_order(table["arms"]):
-        s = a["seconds_per_step"]
-        lines.append(f"| {name} | {s['generation']:.2f} | {s['sandbox']:.2f} | {s['forward_backward']:.2f} |")
     if table["departures_from_paper"]:
-        lines += ["", "Departures from the paper's recipe, the same for every arm:", ""]
-        lines += [
-            f"- `{d['field']}`: {d['paper']} in the paper, {d['here']} here" for d in table["departures_from_paper"]
-        ]
-    if table["notes"]:
-        lines += ["", *(f"*{n}*\n" for n in table["notes"])]
-    return "\n".join(lines).rstrip() + "\n"
+        blocks.append("Departures from the paper's recipe, the same for every arm:")
+        blocks.append(
+            "\n".join(
+                f"- `{d['field']}`: {d['paper']} in the paper, {d['here']} here" for d in table["departures_from_paper"]
+            )
+        )
+    return blocks + [f"*{n}*" for n in table["notes"]]
 
 
 def echo_plots(table: dict[str, Any], out: str) -> list[str]:
@@ -242,5 +241,5 @@ def write_echo_report(cfg: EchoReportConfig) -> dict[str, Any]:
     table["plots"] = [os.path.basename(p) for p in echo_plots(table, out)]
     write_json(os.path.join(out, REPORT_FILE), table)
     with atomic_output(os.path.join(out, "echo_report.md"), "w") as f:
-        f.write(echo_markdown(table))
+        f.write(to_markdown([Heading(TITLE), *echo_blocks(table)]))
     return table

@@ -19,6 +19,7 @@ from terminalworld.core.routing import family, route
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.eval.metrics import BUCKET_LABELS, token_bucket
 from terminalworld.report.figures import save_plot
+from terminalworld.report.tables import Table, table_markdown
 
 MODES = ("none", "retrieved", "replayed", "hybrid")
 
@@ -72,8 +73,7 @@ def ppl_by_bucket(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, di
 def ppl_table(table: dict[str, dict[str, Any]], *, label: str = "grounding") -> str:
     """The PPL-by-bucket table as Markdown, one line per key of `table` (a mode, or what `label` names)."""
     labels = [*BUCKET_LABELS, "all"]
-    lines = [f"| {label} | " + " | ".join(f"{b} tokens" if b != "all" else "all" for b in labels) + " |"]
-    lines.append("|---|" + "---|" * len(labels))
+    rows = []
     for mode, per in table.items():
         cells = []
         for b in labels:
@@ -82,8 +82,8 @@ def ppl_table(table: dict[str, dict[str, Any]], *, label: str = "grounding") -> 
             if c["served_rows"]:
                 text += f"; {c['served_rows']} served exactly"
             cells.append(text)
-        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([mode, *cells])
+    return table_markdown(Table([label, *(f"{b} tokens" if b != "all" else "all" for b in labels)], rows))
 
 
 def fidelity_by_family(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -106,9 +106,9 @@ def _by_family_and_mode(table: dict[str, dict[str, Any]], cell) -> str:
     """A Markdown table, a row per family and a column per mode, each cell `cell(value or None)`."""
     modes = list(table)
     families = sorted({f for per in table.values() for f in per})
-    lines = ["| family | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
-    lines += [f"| {fam} | " + " | ".join(cell(table[m].get(fam)) for m in modes) + " |" for fam in families]
-    return "\n".join(lines)
+    return table_markdown(
+        Table(["family", *modes], [[fam, *(cell(table[m].get(fam)) for m in modes)] for fam in families])
+    )
 
 
 def fidelity_table(table: dict[str, dict[str, Any]]) -> str:
@@ -248,12 +248,12 @@ def class_table(table: dict[str, dict[str, Any]]) -> str:
     read target's output is in its retrieved block, so its PPL measures copying from the block
     (emulation), not prediction."""
     modes = list(table)
-    lines = ["| target class | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
+    rows = []
     for cls, label in CLASS_LABELS.items():
         cells = []
         for m in modes:
             c = table[m][cls]
             text = "–" if c["ppl"] is None else f"{c['ppl']:.2f} ({c['n']})"
             cells.append(text + (f"; {c['served']} served exactly" if c["served"] else ""))
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append([label, *cells])
+    return table_markdown(Table(["target class", *modes], rows))

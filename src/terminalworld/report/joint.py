@@ -9,6 +9,7 @@ from typing import Any
 
 from terminalworld.agent.compare import paired, pass_at_k_ci
 from terminalworld.report.figures import log_axis, model_colors, save_plot
+from terminalworld.report.tables import Block, Heading, Table, fixed, pct
 
 NO_SOLVES = (
     "No checkpoint solved any task, so pass@1 cannot rank these models as agents: at this size they do "
@@ -80,48 +81,52 @@ def _counts(grade: dict[str, Any]) -> dict[str, tuple[int, int]]:
 
 
 def _pm(x: float | None, e: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:.3f}" + (f" ± {e:.3f}" if e is not None else "")
+    return "—" if x is None else f"{x:.3f}" + (f" ± {e:.3f}" if e is not None else "")
 
 
-def _rate(x: float | None) -> str:
-    return "—" if x is None else f"{x:.0%}"
-
-
-def joint_markdown(joint: dict[str, Any]) -> str:
-    """The joint table and the opposite-directions table as Markdown, with the note if any."""
-    lines = [
-        "## Agent and world model",
-        "",
-        "| checkpoint | pass@1 ± stderr | solved / scored | valid actions | median env PPL | token-weighted env PPL |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in joint["rows"]:
-        lines.append(
-            f"| {r['name']} | {_pm(r['pass_at_1'], r['pass_at_1_stderr'])} | {r['solved']} / {r['scored']} | "
-            f"{_rate(r['valid_action_rate'])} | {r['median_ppl']:.2f} | {r['token_weighted_ppl']:.2f} |"
-        )
-    if joint["opposite_directions"]:
-        lines += [
-            "",
-            "Opposite directions: the better agent (pass@1) against the better world model (median env PPL).",
-            "",
-            "| scale | pass@1 assistant | pass@1 full | median PPL assistant | median PPL full | better agent | "
-            "paired p (sign, permutation; per task) | better world model | opposite |",
-            "|---|---:|---:|---:|---:|---|---:|---|---|",
+def joint_blocks(joint: dict[str, Any]) -> list[Block]:
+    """The joint table and the opposite-directions table, with the note if any."""
+    rows = [
+        [
+            r["name"],
+            _pm(r["pass_at_1"], r["pass_at_1_stderr"]),
+            f"{r['solved']} / {r['scored']}",
+            pct(r["valid_action_rate"]),
+            fixed(r["median_ppl"]),
+            fixed(r["token_weighted_ppl"]),
         ]
+        for r in joint["rows"]
+    ]
+    columns = ["checkpoint", "pass@1 ± stderr", "solved / scored", "valid actions", "median env PPL"]
+    blocks: list[Block] = [
+        Heading("Agent and world model"),
+        Table([*columns, "token-weighted env PPL"], rows, "lrrrrr"),
+    ]
+    if joint["opposite_directions"]:
+        rows = []
         for o in joint["opposite_directions"]:
             t = o.get("paired")
             p = "—" if t is None else f"{t['sign_p']:.3g}, {t['permutation_p']:.3g} ({t['tasks']} tasks)"
-            lines.append(
-                f"| {o['scale']} | {o['pass_at_1_assistant']:.3f} | {o['pass_at_1_full']:.3f} | "
-                f"{o['median_ppl_assistant']:.2f} | {o['median_ppl_full']:.2f} | {o['better_agent'] or 'tie'} | "
-                f"{p} | {o['better_world_model']} | {'yes' if o['opposite'] else 'no'} |"
+            rows.append(
+                [
+                    o["scale"],
+                    fixed(o["pass_at_1_assistant"], 3),
+                    fixed(o["pass_at_1_full"], 3),
+                    fixed(o["median_ppl_assistant"]),
+                    fixed(o["median_ppl_full"]),
+                    o["better_agent"] or "tie",
+                    p,
+                    o["better_world_model"],
+                    "yes" if o["opposite"] else "no",
+                ]
             )
+        columns = ["scale", "pass@1 assistant", "pass@1 full", "median PPL assistant", "median PPL full"]
+        columns += ["better agent", "paired p (sign, permutation; per task)", "better world model", "opposite"]
+        blocks.append("Opposite directions: the better agent (pass@1) against the better world model (median env PPL).")
+        blocks.append(Table(columns, rows, "lrrrrlrll"))
     if joint["note"]:
-        lines += ["", joint["note"]]
-    return "\n".join(lines) + "\n"
+        blocks.append(f"*{joint['note']}*")
+    return blocks
 
 
 def joint_figure(joint: dict[str, Any]):

@@ -9,6 +9,7 @@ from typing import Any
 
 from terminalworld.agent.compare import paired, pass_at_k_ci
 from terminalworld.agent.process import LOCALISATION
+from terminalworld.report.tables import Block, Heading, Table, fixed
 
 PAIRED_ARMS = ("assistant", "full")  # the write-up's comparison: (a) against (b)
 
@@ -45,38 +46,35 @@ def ladder_table(levels: dict[str, dict[str, dict[str, Any]]], scales: list[str]
     return out
 
 
-def _f(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
-
-
-def ladder_markdown(table: dict[str, Any]) -> str:
+def ladder_blocks(table: dict[str, Any]) -> list[Block]:
     """The ladder's tables: per level, pass@1 with its interval and the steps, then the paired tests."""
     if not table:
-        return ""
-    lines = ["## Agent grade on the task ladder", ""]
-    lines += ["Per level: pass@1 [95 % bootstrap interval over tasks], solved / scored, and the share of trials"]
-    lines += ["reaching each localisation step (— where the level's instruction gives it away).", ""]
+        return []
+    blocks: list[Block] = [
+        Heading("Agent grade on the task ladder"),
+        "Per level: pass@1 [95 % bootstrap interval over tasks], solved / scored, and the share of trials\n"
+        "reaching each localisation step (— where the level's instruction gives it away).",
+    ]
     for level, t in table.items():
-        lines += [f"### Level: {level}", ""]
-        lines += [
-            "| checkpoint | pass@1 | solved / scored | valid replies | file found | function shown | line shown |"
-        ]
-        lines += ["|---|---:|---:|---:|---:|---:|---:|"]
+        rows = []
         for m in t["models"]:
             p1 = m["pass_at_k"].get("1")
-            cell = "—" if p1 is None else f"{p1['value']:.3f} [{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]"
-            steps = " | ".join(_f(m[k]) for k in LOCALISATION)
-            lines.append(
-                f"| {m['name']} | {cell} | {m['solved']} / {m['scored']} | {_f(m['valid_reply_share'])} | {steps} |"
-            )
+            shown = "—" if p1 is None else f"{p1['value']:.3f} [{p1['ci95'][0]:.3f}, {p1['ci95'][1]:.3f}]"
+            steps = [fixed(m[k], 3) for k in LOCALISATION]
+            rows.append([m["name"], shown, f"{m['solved']} / {m['scored']}", fixed(m["valid_reply_share"], 3), *steps])
+        columns = ["checkpoint", "pass@1", "solved / scored", "valid replies", "file found", "function shown"]
+        blocks += [Heading(f"Level: {level}", 1), Table([*columns, "line shown"], rows, "lrrrrrr")]
         if t["paired"]:
-            lines += ["", "Paired per task, assistant-only (a) against full-transcript (b):", ""]
-            lines += ["| scale | tasks | mean difference | a higher | b higher | sign p | permutation p |"]
-            lines += ["|---|---:|---:|---:|---:|---:|---:|"]
-            for p in t["paired"]:
-                lines.append(
-                    f"| {p['scale']} | {p['tasks']} | {_f(p['mean_difference'])} | {p['a_higher']} | {p['b_higher']} | "
-                    f"{p['sign_p']:.3g} | {p['permutation_p']:.3g} |"
-                )
-        lines.append("")
-    return "\n".join(lines)
+            rows = [
+                [
+                    *(p["scale"], p["tasks"], fixed(p["mean_difference"], 3), p["a_higher"], p["b_higher"]),
+                    *(f"{p['sign_p']:.3g}", f"{p['permutation_p']:.3g}"),
+                ]
+                for p in t["paired"]
+            ]
+            columns = ["scale", "tasks", "mean difference", "a higher", "b higher", "sign p", "permutation p"]
+            blocks += [
+                "Paired per task, assistant-only (a) against full-transcript (b):",
+                Table(columns, rows, "lrrrrrr"),
+            ]
+    return blocks

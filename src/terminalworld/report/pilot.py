@@ -12,11 +12,12 @@ from typing import Any
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
-from terminalworld.report.depth import depth_composition, depth_curve, depth_scope
-from terminalworld.report.ladder import ladder_markdown, ladder_table
+from terminalworld.report.depth import depth_blocks, depth_composition, depth_curve, depth_scope
+from terminalworld.report.ladder import ladder_blocks, ladder_table
 from terminalworld.report.probe import write_comparison
-from terminalworld.report.scale import findings, process_table, scale_markdown, scale_table
+from terminalworld.report.scale import findings, process_table, scale_blocks, scale_table
 from terminalworld.report.simgrade import read_summary
+from terminalworld.report.tables import Block, Heading, Table, to_markdown
 
 PILOT_FILE = "pilot.json"
 
@@ -64,10 +65,13 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     depth = depth_curve(results, common)
     levels = {level: {n: read_json(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()}
     on_ladder = ladder_table(levels, scales)
-    text = scale_markdown(axis, found, process) + ladder_markdown(on_ladder)
+    blocks = [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
+    if depth:
+        blocks += depth_blocks(depth, depth_scope(results, common), depth_composition(results, common))
     if training:
-        text += training_markdown(training, scales)
-    text += "\n## Departures from the write-up\n\n" + "".join(f"- {d}\n" for d in departures)
+        blocks += training_blocks(training, scales)
+    blocks += [Heading("Departures from the write-up"), "\n".join(f"- {d}" for d in departures)]
+    text = to_markdown(blocks, level=2)
     with atomic_output(os.path.join(out, "report.md")) as f:
         f.write((table["markdown"] + "\n" + text).encode())
     doc = {
@@ -93,43 +97,36 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
 WRITEUP_TRAJECTORIES = (10_000, 100_000, 1_000_000)
 
 
-def training_markdown(training: dict[str, dict[str, Any]], scales: list[str]) -> str:
+def training_blocks(training: dict[str, dict[str, Any]], scales: list[str]) -> list[Block]:
     """What each arm trained on, per scale: packed sequences, real tokens (no separators or padding),
     loss tokens, and at most how many times fewer tokens the write-up's scale holds; then what the
     tokenize job split or left out. From `train.coverage.arm_coverage`."""
     from terminalworld.train.coverage import writeup_ratio
 
-    lines = [
-        "",
-        "## What each scale trained on",
-        "",
-        "Real tokens are the documents' own (no separators, no padding); loss tokens are the positions "
-        "the arm trains. The write-up's scales are 10K / 100K / 1M trajectories of up to 8,192 tokens, "
-        "so its ratio to ours is an upper bound.",
-        "",
-        "| arm | scale | sequences | real tokens | loss tokens | write-up / ours (at most) |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
+    rows = []
     for arm, cov in training.items():
         for k, name in enumerate(scales):
             c = cov["scales"].get(name)
             if not c:
                 continue
             ratio = writeup_ratio(c["real_tokens"], WRITEUP_TRAJECTORIES[k]) if k < len(WRITEUP_TRAJECTORIES) else None
-            lines.append(
-                f"| {arm} | {name} | {c['sequences']} | {c['real_tokens']:,} | {c['loss_tokens']:,} | "
-                + ("—" if ratio is None else f"{ratio:,.0f}x")
-                + " |"
-            )
-    lines += [
-        "",
-        "| arm | window | trajectories | split at the window (pieces) | truncated tokens | untrained pieces left out | failed |",
-        "|---|---:|---:|---:|---:|---:|---|",
+            shown = "—" if ratio is None else f"{ratio:,.0f}x"
+            rows.append([arm, name, c["sequences"], f"{c['real_tokens']:,}", f"{c['loss_tokens']:,}", shown])
+    columns = ["arm", "scale", "sequences", "real tokens", "loss tokens", "write-up / ours (at most)"]
+    blocks: list[Block] = [
+        Heading("What each scale trained on"),
+        "Real tokens are the documents' own (no separators, no padding); loss tokens are the positions "
+        "the arm trains. The write-up's scales are 10K / 100K / 1M trajectories of up to 8,192 tokens, "
+        "so its ratio to ours is an upper bound.",
+        Table(columns, rows, "llrrrr"),
     ]
-    for arm, cov in training.items():
-        failed = ", ".join(f"{k}: {v}" for k, v in cov["failed"].items()) or "none"
-        lines.append(
-            f"| {arm} | {cov['window']} | {cov['trajectories']} | {cov['split_trajectories']} ({cov['split_pieces']}) | "
-            f"{cov['truncated_tokens']} | {cov['untrained_documents_left_out']} | {failed} |"
-        )
-    return "\n".join(lines) + "\n"
+    rows = [
+        [
+            *(arm, cov["window"], cov["trajectories"], f"{cov['split_trajectories']} ({cov['split_pieces']})"),
+            *(cov["truncated_tokens"], cov["untrained_documents_left_out"]),
+            ", ".join(f"{k}: {v}" for k, v in cov["failed"].items()) or "none",
+        ]
+        for arm, cov in training.items()
+    ]
+    columns = ["arm", "window", "trajectories", "split at the window (pieces)", "truncated tokens"]
+    return [*blocks, Table([*columns, "untrained pieces left out", "failed"], rows, "lrrrrrl")]

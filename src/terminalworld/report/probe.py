@@ -1,4 +1,5 @@
-"""`terminalworld compare`: the probe table as Markdown, JSON and plots."""
+"""`terminalworld compare`: the probe table as data (`metrics.json`), its one rendering
+(`probe_blocks`, for `report.md` and the site) and its plots."""
 
 from __future__ import annotations
 
@@ -10,94 +11,93 @@ from typing import Any
 import numpy as np
 
 from terminalworld.core.records import atomic_output, read_json, write_json
+from terminalworld.core.targets import CLASSES
 from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import InputError
-from terminalworld.eval.metrics import BUCKETS, Results, compare, read_results
+from terminalworld.eval.metrics import BUCKET_LABELS, Results, compare, read_results
 from terminalworld.options import named_files, option, readable_file
 from terminalworld.report.depth import depth_curve, depth_scope
 from terminalworld.report.figures import log_axis, model_colors, save_plot
-from terminalworld.report.joint import joint_markdown, joint_plot, joint_table
-from terminalworld.report.pages import cell
-from terminalworld.report.simgrade import in_model_order, read_sims, sim_markdown, sim_plots, sim_table
+from terminalworld.report.joint import joint_blocks, joint_plot, joint_table
+from terminalworld.report.simgrade import in_model_order, read_sims, sim_blocks, sim_plots, sim_table
+from terminalworld.report.tables import Block, Heading, Table, fixed, of, pct, section, to_markdown
 
 
-def _f(x: float | None, nd: int = 2) -> str:
-    return "—" if x is None else f"{x:.{nd}f}"
-
-
-def markdown(table: dict[str, Any]) -> str:
-    """A `metrics.compare` table as Markdown: the headline table (one row per checkpoint, "—" for
-    an absent value), then the length-bucket table."""
-    cps = table["checkpoints"]
-    m = table["n_common"]
-    lines = [
-        f"# World-model probe: env-token PPL on {m} held-out trajectories",
-        "",
-        f"Base: `{table['base']}`" + (f"; reference: `{table['reference']}`" if table["reference"] else ""),
-        "",
-        "| checkpoint | token-weighted PPL [95% CI] | median PPL [95% CI] | mean PPL | PPL > 10 | worst (repo) | beats base | degrades vs ref | top-5 share of change |",
-        "|---|---|---|---:|---:|---|---:|---:|---:|",
+def probe_blocks(table: dict[str, Any]) -> list[Block]:
+    """A `metrics.compare` table (`metrics.json`) as the report shows it, in `report.md` and on the
+    site alike: the PPL table, the per-trajectory table, the target classes, the length buckets,
+    then the agent grade (`joint`) and the simulator grade (`simgrade`) when the table has them."""
+    n, cps = table["n_common"], table["checkpoints"]
+    ref = f", reference `{table['reference']}`" if table.get("reference") else ""
+    blocks: list[Block] = [
+        f"Env-token perplexity on the **{n}** held-out trajectories every model scored; base `{table['base']}`{ref}.\n"
+        "Lower is better; brackets hold 95% bootstrap intervals over trajectories.",
+        Table(
+            ["model", "median PPL", "token-weighted PPL", "mean PPL"],
+            [[c["name"], *(_ci(c[k], c.get(f"{k}_ci95")) for k in PPL_KEYS), fixed(c["mean_ppl"], 1)] for c in cps],
+            "lrrr",
+        ),
+        "Per trajectory: the tail, the pairs against the base and the reference, and the worst case.",
     ]
+    rows = []
     for c in cps:
-        tw, md = c["token_weighted_ppl_ci95"], c["median_ppl_ci95"]
-        worst = c["worst"]
-        lines.append(
-            f"| {cell(c['name'])} | {_f(c['token_weighted_ppl'])} [{_f(tw[0])}, {_f(tw[1])}] | {_f(c['median_ppl'])} "
-            f"[{_f(md[0])}, {_f(md[1])}] | {_f(c['mean_ppl'])} | {c['n_ppl_gt_10']} | {_f(worst['ppl'], 1)} "
-            f"({cell(worst['repo'])}) | {_bn(c.get('beats_base'), m)} | {_bn(c.get('degrades_vs_reference'), m)} | "
-            f"{_pct(c.get('top5_share_of_change_vs_base'))} |"
+        worst = f"{fixed(c['worst']['ppl'], 1)} ({c['worst']['repo']})" if c.get("worst") else "—"
+        rows.append(
+            [c["name"], *(of(c.get(k), n) for k in COUNT_KEYS), worst, pct(c.get("top5_share_of_change_vs_base"))]
         )
-    lines += [
-        "",
-        "Length buckets (target tokens): median PPL / share of scored tokens",
-        "",
-        "| checkpoint | " + " | ".join(label for label, *_ in BUCKETS) + " |",
-        "|---|" + "---|" * len(BUCKETS),
-    ]
-    for c in cps:
-        cells = [
-            f"{_f(c['buckets'][label]['median_ppl'])} / {c['buckets'][label]['token_share']:.0%} (n={c['buckets'][label]['n']})"
-            for label, *_ in BUCKETS
-        ]
-        lines.append(f"| {cell(c['name'])} | " + " | ".join(cells) + " |")
-    lines += class_markdown(cps, m)
-    return "\n".join(lines) + "\n"
+    columns = ["model", "PPL > 10", "beats base", "worse than reference", "worst PPL (repo)", "top-5 share of change"]
+    blocks.append(Table(columns, rows, "lrrrrr"))
+    if cps and cps[0].get("by_class"):
+        blocks += class_blocks(cps)
+    if labels := [b for b in BUCKET_LABELS if any(b in c.get("buckets", {}) for c in cps)]:
+        blocks.append("By target length in tokens: median PPL · the bucket's share of scored tokens · trajectories.")
+        blocks.append(
+            Table(["model", *labels], [[c["name"], *(_bucket(c["buckets"].get(b)) for b in labels)] for c in cps])
+        )
+    if agent := table.get("agent"):
+        blocks += joint_blocks(agent)
+    if sim := table.get("sim"):
+        blocks += sim_blocks({**sim, "checkpoints": in_model_order(sim["checkpoints"], [c["name"] for c in cps])})
+    return blocks
 
 
-def class_markdown(cps: list[dict[str, Any]], m: int) -> list[str]:
-    """The per-class table (`core.targets`): the headline on read + predict first, then each class,
-    as token-weighted PPL / median PPL (rows); nothing when the scores carry no class."""
-    from terminalworld.core.targets import CLASSES
+PPL_KEYS = ("median_ppl", "token_weighted_ppl")  # shown with their 95% intervals
+COUNT_KEYS = ("n_ppl_gt_10", "beats_base", "degrades_vs_reference")  # per-trajectory counts, "k of n"
 
-    if not cps or "by_class" not in cps[0]:
-        return []
 
-    def cell(x: dict[str, Any]) -> str:
-        return f"{_f(x['token_weighted_ppl'])} / {_f(x['median_ppl'])} (n={x['n']})" if x["n"] else "— (n=0)"
+def _ci(x: float | None, ci: list[float] | None) -> str:
+    return fixed(x, 1) + (f" [{fixed(ci[0], 1)}, {fixed(ci[1], 1)}]" if ci else "")
 
-    lines = [
-        "",
-        "Target classes (token-weighted PPL / median PPL, rows): the headline is read + predict; copy "
-        "(text already in context) and sentinel (fixed harness output) measure no prediction",
-        "",
-        "| checkpoint | headline: read + predict | beats base (headline) | " + " | ".join(CLASSES) + " |",
-        "|---|---|---:|" + "---|" * len(CLASSES),
-    ]
+
+def _bucket(b: dict[str, Any] | None) -> str:
+    return f"{fixed(b['median_ppl'], 1)} · {b['token_share']:.0%} · n={b['n']}" if b else "—"
+
+
+def _by_class(x: dict[str, Any]) -> str:
+    return f"{fixed(x['token_weighted_ppl'], 1)} / {fixed(x['median_ppl'], 1)} · n={x['n']}" if x["n"] else "— · n=0"
+
+
+def class_blocks(cps: list[dict[str, Any]]) -> list[Block]:
+    """The probe by target class (`core.targets`): the headline on read + predict, then each class."""
+    rows = []
     for c in cps:
         head = c["headline"]
-        beats = _bn(head.get("beats_base"), head["n"])
-        lines.append(
-            f"| {c['name']} | {cell(head)} | {beats} | " + " | ".join(cell(c["by_class"][k]) for k in CLASSES) + " |"
+        rows.append(
+            [
+                c["name"],
+                _by_class(head),
+                of(head.get("beats_base"), head["n"]),
+                *(_by_class(c["by_class"][k]) for k in CLASSES),
+            ]
         )
-    return lines
-
-
-def _bn(x: int | None, m: int) -> str:
-    return "—" if x is None else f"{x} of {m}"
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.0%}"
+    return [
+        Heading("By target class"),
+        "Token-weighted PPL / median PPL · rows. The headline pools **read** (repository content not yet in "
+        "context: what grounding serves) and **predict** (errors, execution output, everything else); "
+        "**copy** targets are already in the context and **sentinel** targets are fixed harness output, "
+        "so neither measures prediction.",
+        Table(["model", "headline: read + predict", "beats base", *CLASSES], rows, "lrr" + "r" * len(CLASSES)),
+    ]
 
 
 def plots(results: list[Results], table: dict[str, Any], out: str) -> list[str]:
@@ -176,13 +176,13 @@ def write_comparison(
     `read_results` and `compare` do."""
     results = [read_results(p) for p in paths]
     table = compare(results, base, reference)
-    text = markdown(table)
     if grades:
         table["agent"] = joint_table(table["checkpoints"], grades)
-        text += "\n" + joint_markdown(table["agent"])
     if sims:
         table["sim"] = sim_table(in_model_order(sims, [c["name"] for c in table["checkpoints"]]))
-        text += "\n" + sim_markdown(table["sim"])
+    text = to_markdown(
+        section(f"World-model probe: env-token PPL on {table['n_common']} held-out trajectories", probe_blocks(table))
+    )
     os.makedirs(out, exist_ok=True)
     write_json(os.path.join(out, "metrics.json"), table, allow_nan=False)
     with atomic_output(os.path.join(out, "report.md")) as f:

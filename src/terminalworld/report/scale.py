@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from terminalworld.eval.metrics import Results
+from terminalworld.report.tables import Block, Heading, Table, fixed, of, pct
 
 ARM_LABELS = {"assistant": "(a) assistant", "full": "(b) full", "user": "(c) user"}
 
@@ -139,58 +140,58 @@ def process_table(grades: dict[str, dict[str, Any]], order: list[str]) -> list[d
     return rows
 
 
-def _f(x: float | None, nd: int = 2) -> str:
-    return "—" if x is None else f"{x:.{nd}f}"
-
-
 def _ci(v: float | None, ci: list[float] | None) -> str:
-    return f"{_f(v)} [{_f(ci[0])}, {_f(ci[1])}]" if ci else _f(v)
+    return f"{fixed(v)} [{fixed(ci[0])}, {fixed(ci[1])}]" if ci else fixed(v)
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.0%}"
-
-
-def scale_markdown(
-    axis: dict[str, Any], found: list[dict[str, Any]], process: list[dict[str, Any]], level: int = 2
-) -> str:
-    """The scale axis, the sign tests, the findings and the steps of a fix as Markdown, its
-    sections under headings of `level`."""
-    m, h = axis["n"], "#" * level
-    lines = [
-        f"{h} The scale axis ({m} held-out trajectories, every checkpoint)",
-        "",
-        "| arm | scale | median PPL [95% CI] | token-weighted PPL [95% CI] | PPL > 10 | worst | beats base | degrades vs own smallest |",
-        "|---|---|---|---|---:|---:|---:|---:|",
+def scale_blocks(axis: dict[str, Any], found: list[dict[str, Any]], process: list[dict[str, Any]]) -> list[Block]:
+    """The scale axis, the sign tests, the findings and the steps of a fix."""
+    m = axis["n"]
+    rows = [
+        [
+            ARM_LABELS.get(c["arm"], c["arm"]),
+            c["scale"],
+            _ci(c["median_ppl"], c["median_ppl_ci95"]),
+            _ci(c["token_weighted_ppl"], c["token_weighted_ppl_ci95"]),
+            c["n_ppl_gt_10"],
+            fixed((c["worst"] or {}).get("ppl"), 1),
+            of(c["beats_base"], m),
+            of(c["degrades_vs_smallest"], m),
+        ]
+        for c in axis["cells"]
     ]
-    for c in axis["cells"]:
-        worst = c["worst"] or {}
-        deg = "—" if c["degrades_vs_smallest"] is None else f"{c['degrades_vs_smallest']} of {m}"
-        lines.append(
-            f"| {ARM_LABELS.get(c['arm'], c['arm'])} | {c['scale']} | {_ci(c['median_ppl'], c['median_ppl_ci95'])} | "
-            f"{_ci(c['token_weighted_ppl'], c['token_weighted_ppl_ci95'])} | {c['n_ppl_gt_10']} | "
-            f"{_f(worst.get('ppl'), 1)} | {'—' if c['beats_base'] is None else f'{c["beats_base"]} of {m}'} | {deg} |"
-        )
-    lines += ["", "Paired sign tests (per trajectory, ties dropped): x below y on how many, two-sided p.", ""]
-    lines += ["| scale | x | y | x lower | y lower | ties | p |", "|---|---|---|---:|---:|---:|---:|"]
-    for t in axis["sign_tests"]:
-        lines.append(
-            f"| {t['scale']} | {t['x']} | {t['y']} | {t['below']} | {t['above']} | {t['ties']} | {t['p']:.3g} |"
-        )
+    columns = ["arm", "scale", "median PPL [95% CI]", "token-weighted PPL [95% CI]", "PPL > 10", "worst"]
+    blocks: list[Block] = [
+        Heading(f"The scale axis ({m} held-out trajectories, every checkpoint)"),
+        Table([*columns, "beats base", "degrades vs own smallest"], rows, "llllrrrr"),
+        "Paired sign tests (per trajectory, ties dropped): x below y on how many, two-sided p.",
+        Table(
+            ["scale", "x", "y", "x lower", "y lower", "ties", "p"],
+            [
+                [t["scale"], t["x"], t["y"], t["below"], t["above"], t["ties"], f"{t['p']:.3g}"]
+                for t in axis["sign_tests"]
+            ],
+            "lllrrrr",
+        ),
+    ]
     if found:
-        lines += ["", "The write-up's findings on these numbers:", ""]
+        said = []
         for f in found:
-            values = " → ".join(_f(v) for v in f["values"])
+            values = " → ".join(fixed(v) for v in f["values"])
             tie = f" — (c) and (b) tie: sign test p = {f['c_vs_b_sign_test_p']:.2g}" if f.get("c_b_tie") else ""
-            lines.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values}){tie}")
+            said.append(f"- {f['finding']}: **{'holds' if f['holds'] else 'does not hold'}** ({values}){tie}")
+        blocks += ["The write-up's findings on these numbers:", "\n".join(said)]
     if process:
         ks = sorted({k for r in process for k in r["pass_at_k"]}, key=int)
         # The columns a run recorded: the steps of `agent.process`, or an older run's named steps.
         steps = [s for s in STEP_LABELS if any(s in r for r in process)]
         head = ["checkpoint", *(f"pass@{k}" for k in ks), *(STEP_LABELS[s] for s in steps)]
-        lines += ["", f"{h} Agent grade: the steps of a fix (share of scored trials)", ""]
-        lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-        for r in process:
-            cells = [_f(r["pass_at_k"].get(k), 3) for k in ks] + [_pct(r.get(s)) for s in steps]
-            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        rows = [
+            [r["name"], *(fixed(r["pass_at_k"].get(k), 3) for k in ks), *(pct(r.get(s)) for s in steps)]
+            for r in process
+        ]
+        blocks += [
+            Heading("Agent grade: the steps of a fix (share of scored trials)"),
+            Table(head, rows, "l" + "r" * (len(head) - 1)),
+        ]
+    return blocks

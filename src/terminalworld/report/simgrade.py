@@ -13,6 +13,7 @@ from terminalworld.core.targets import CLASSES
 from terminalworld.errors import InputError
 from terminalworld.options import named_files
 from terminalworld.report.figures import model_colors, save_plot
+from terminalworld.report.tables import Block, Heading, Table, fixed, pct
 
 WEAK = (
     "Free-running similarity is below 0.5 for every checkpoint: these simulators do not reproduce terminal "
@@ -110,93 +111,81 @@ def _class_rates(rates: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if rates is None else {k: rates.get(k) for k in ("n", "exact_match", "similarity")}
 
 
-def _f(x: float | None, pct: bool = False) -> str:
-    return "—" if x is None else f"{x:.0%}" if pct else f"{x:.3f}"
+def _f(x: float | None) -> str:
+    return fixed(x, 3)
 
 
-def sim_markdown(table: dict[str, Any], level: int = 2) -> str:
-    """The simulator grade's tables, under a heading of `level` (its tiers one level below)."""
-    h, sub = "#" * level, "#" * (level + 1)
-    lines = [f"{h} Simulator grade", ""]
+def sim_blocks(table: dict[str, Any]) -> list[Block]:
+    """The simulator grade's tables under one heading, its tiers one level below."""
+    blocks: list[Block] = [Heading("Simulator grade")]
     cps = table["checkpoints"]
     for tier, title in ((1, "Tier 1, held-out rows"), (2, "Tier 2, probes")):
         have = {n: r[f"tier{tier}"] for n, r in cps.items() if f"tier{tier}" in r}
         if not have:
             continue
-        lines += [
-            f"{sub} {title}",
-            "",
-            "| model | n | exact match | similarity | line F1 | degenerate | degenerate (long) | capped |",
-        ]
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+        rows = []
         for n, r in have.items():
-            cells = [_f(r["exact_match"], True), _f(r["similarity"]), _f(r["line_f1"]), _f(r["degenerate_rate"], True)]
-            cells += [_f(r["degenerate_rate_long"], True), _f(r["capped_rate"], True)]
-            lines.append(f"| {n} | {r['n']} | " + " | ".join(cells) + " |")
-        lines += class_markdown(have)
+            cells = [pct(r["exact_match"]), _f(r["similarity"]), _f(r["line_f1"]), pct(r["degenerate_rate"])]
+            rows.append([n, r["n"], *cells, pct(r["degenerate_rate_long"]), pct(r["capped_rate"])])
+        columns = ["model", "n", "exact match", "similarity", "line F1", "degenerate", "degenerate (long)", "capped"]
+        blocks += [Heading(title, 1), Table(columns, rows, "l" + "r" * 7), *class_blocks(have)]
         families = sorted({f for r in have.values() for f in r["by_family"]})
-        lines += ["", "Similarity by command family:", "", "| model | " + " | ".join(families) + " |"]
-        lines.append("|---|" + "---:|" * len(families))
-        for n, r in have.items():
-            lines.append(f"| {n} | " + " | ".join(_f(r["by_family"].get(f)) for f in families) + " |")
-        lines.append("")
+        rows = [[n, *(_f(r["by_family"].get(f)) for f in families)] for n, r in have.items()]
+        blocks += ["Similarity by command family:", Table(["model", *families], rows, "l" + "r" * len(families))]
     loops = {n: r["tier3"] for n, r in cps.items() if "tier3" in r}
     if loops:
-        lines += [f"{sub} Tier 3, the closed loop with a real shadow", ""]
-        lines += ["| simulator | episodes | turn similarity | diverged | outcome agreement | reward: loop vs sandbox |"]
-        lines += ["|---|---:|---:|---:|---:|---:|"]
-        for n, r in loops.items():
-            rewards = f"{_f(r['reward_against_simulator'])} vs {_f(r['reward_against_sandbox'])}"
-            lines.append(
-                f"| {n} | {r['episodes']} | {_f(r['turn_similarity'])} | {r['diverged_episodes']} | "
-                f"{_f(r['outcome_agreement'], True)} | {rewards} |"
-            )
-        lines += [
-            "",
-            "| simulator | s / simulated turn | tokens / simulated turn | s / sandbox turn |",
-            "|---|---:|---:|---:|",
+        rows = [
+            [
+                n,
+                r["episodes"],
+                _f(r["turn_similarity"]),
+                r["diverged_episodes"],
+                pct(r["outcome_agreement"]),
+                f"{_f(r['reward_against_simulator'])} vs {_f(r['reward_against_sandbox'])}",
+            ]
+            for n, r in loops.items()
         ]
-        for n, r in loops.items():
-            lines.append(
-                f"| {n} | {_f(r['seconds_per_simulated_turn'])} | {_f(r['tokens_per_simulated_turn'])} | "
-                f"{_f(r['seconds_per_sandbox_turn'])} |"
-            )
-        lines.append("")
-        lines += confusion_markdown(loops)
+        columns = ["simulator", "episodes", "turn similarity", "diverged", "outcome agreement"]
+        blocks += [Heading("Tier 3, the closed loop with a real shadow", 1)]
+        blocks += [Table([*columns, "reward: loop vs sandbox"], rows, "lrrrrr")]
+        keys = ("seconds_per_simulated_turn", "tokens_per_simulated_turn", "seconds_per_sandbox_turn")
+        rows = [[n, *(_f(r[k]) for k in keys)] for n, r in loops.items()]
+        columns = ["simulator", "s / simulated turn", "tokens / simulated turn", "s / sandbox turn"]
+        blocks += [Table(columns, rows, "lrrr"), *confusion_blocks(loops)]
     if table["note"]:
-        lines += [f"*{table['note']}*", ""]
-    return "\n".join(lines)
+        blocks.append(f"*{table['note']}*")
+    return blocks
 
 
-def class_markdown(have: dict[str, dict[str, Any]]) -> list[str]:
+def class_blocks(have: dict[str, dict[str, Any]]) -> list[Block]:
     """Similarity per target class (n), the headline first: read + predict, what a simulator has to
     read or predict; sentinel and copy beside it, never mixed in."""
     graded = {n: r for n, r in have.items() if r.get("headline")}
     if not graded:
         return []
     classes = sorted({c for r in graded.values() for c in r["by_class"]}, key=CLASSES.index)
-    lines = ["", "Similarity by target class (n); the headline is read + predict:", ""]
-    lines += ["| model | headline exact match | headline similarity | " + " | ".join(classes) + " |"]
-    lines += ["|---|---:|---:|" + "---:|" * len(classes)]
+    rows = []
     for n, r in graded.items():
         h = r["headline"]
-        cells = [f"{_f(h['exact_match'], True)}", f"{_f(h['similarity'])} ({h['n']})"]
-        cells += [f"{_f(r['by_class'][c].get('similarity'))} ({r['by_class'][c]['n']})" for c in classes]
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    return lines
+        cells = [pct(h["exact_match"]), f"{_f(h['similarity'])} ({h['n']})"]
+        rows.append(
+            [n, *cells, *(f"{_f(r['by_class'][c].get('similarity'))} ({r['by_class'][c]['n']})" for c in classes)]
+        )
+    columns = ["model", "headline exact match", "headline similarity", *classes]
+    return [
+        "Similarity by target class (n); the headline is read + predict:",
+        Table(columns, rows, "l" + "r" * (len(columns) - 1)),
+    ]
 
 
-def confusion_markdown(loops: dict[str, dict[str, Any]]) -> list[str]:
+def confusion_blocks(loops: dict[str, dict[str, Any]]) -> list[Block]:
     """Tier 3's confusion tables: episodes by the agent's real solve (against the sandbox alone) and
     its solve against the simulator, and its belief (it submitted); with a note where the real runs
     hold one outcome only, when agreement cannot tell a simulator that judges from one that echoes."""
     have = {n: r for n, r in loops.items() if r.get("confusion")}
     if not have:
         return []
-    lines = ["Real solve against simulated solve (episodes; the agent's wrong-fix share where scripted):", ""]
-    lines += ["| simulator | wrong fixes | real ✓ sim ✓ | real ✓ sim ✗ | real ✗ sim ✓ | real ✗ sim ✗ | "]
-    lines[-1] += "real ✓ believed ✓ | real ✗ believed ✓ |"
-    lines += ["|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = []
     for n, r in have.items():
         c, b = r["confusion"], r.get("belief_confusion") or {}
         cells = [c["real_solved_sim_solved"], c["real_solved_sim_failed"], c["real_failed_sim_solved"]]
@@ -205,11 +194,16 @@ def confusion_markdown(loops: dict[str, dict[str, Any]]) -> list[str]:
             b.get("real_solved_sim_solved", "—"),
             b.get("real_failed_sim_solved", "—"),
         ]
-        share = "—" if r.get("wrong_share") is None else f"{r['wrong_share']:.0%}"
-        lines.append(f"| {n} | {share} | " + " | ".join(map(str, cells)) + " |")
+        rows.append([n, pct(r.get("wrong_share")), *cells])
+    columns = ["simulator", "wrong fixes", "real ✓ sim ✓", "real ✓ sim ✗", "real ✗ sim ✓", "real ✗ sim ✗"]
+    columns += ["real ✓ believed ✓", "real ✗ believed ✓"]
+    blocks: list[Block] = [
+        "Real solve against simulated solve (episodes; the agent's wrong-fix share where scripted):",
+        Table(columns, rows, "l" + "r" * 7),
+    ]
     if not all(r.get("real_outcomes_both") for r in have.values()):
-        lines += ["", f"*{ONE_OUTCOME}*"]
-    return [*lines, ""]
+        blocks.append(f"*{ONE_OUTCOME}*")
+    return blocks
 
 
 def sim_plots(table: dict[str, Any], out: str) -> list[str]:

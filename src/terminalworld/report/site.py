@@ -32,7 +32,8 @@ from fsspec.core import url_to_fs as _fs
 import terminalworld
 from terminalworld.errors import InputError
 from terminalworld.options import option
-from terminalworld.report.pages import REPORT_TYPES, Artifact, Page, cell, exists, read_json_at
+from terminalworld.report.pages import REPORT_TYPES, Artifact, Page, exists, read_json_at
+from terminalworld.report.tables import Heading, Table, cell
 
 RECORD = ".artifact.json"
 GENERATED = ("results", "reference", "benchmarks")  # folders under --out that every build replaces
@@ -193,12 +194,12 @@ This artifact: `{report.ident}` at `{shown_path(rec.get("output_path"), rec)}` (
         p = (r or {}).get("provenance") or {}
         state = p.get("base_commit", "?") + (" (dirty)" if p.get("dirty") else "") if r else "record not reachable"
         rows.append([f"`{dep}`", f"`{shown_path(path, r)}`", state, f"`{(r or {}).get('fingerprint', '?')}`"])
-    page.table("step@version|output|commit|fingerprint", rows)
+    page.put(Table(["step@version", "output", "commit", "fingerprint"], rows), level=2)
     lock = f"[`uv.lock` at `{commit}`]({repo_url}/blob/{commit}/uv.lock)"
     page.add(f"Package versions: every package is pinned by {lock}.", "")
     if versions := locked_versions(checkout, commit):
         page.add('<details class="info" markdown="1"><summary>Direct dependencies in that uv.lock</summary>', "")
-        page.table("package|version", [list(kv) for kv in versions.items()])
+        page.put(Table(["package", "version"], [list(kv) for kv in versions.items()]), level=2)
         page.add("</details>", "")
 
 
@@ -254,12 +255,11 @@ def json_tables(page: Page, data: dict[str, Any], level: int) -> None:
     rows += [[k, ", ".join(map(cell, v))] for k, v in data.items() if isinstance(v, list) and _is_leaf(v)]
     rows += [[f"{k}.{k2}", v2] for k, v in data.items() if isinstance(v, dict) and _is_leaf(v) for k2, v2 in v.items()]
     if rows:
-        page.table("quantity|value", rows, "lr")
+        page.put(Table(["quantity", "value"], rows, "lr"), level=level)
     for k, v in data.items():
         if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
             cols = [c for c in dict.fromkeys(c for x in v for c in x) if all(_is_leaf([x.get(c)]) for x in v)]
-            page.add(f"{'#' * level} {k}", "")
-            page.table("|".join(cols), [[x.get(c, "—") for c in cols] for x in v])
+            page.put(Heading(k), Table(cols, [[x.get(c, "—") for c in cols] for x in v]), level=level)
         elif isinstance(v, dict) and not _is_leaf(v):
             page.add(f"{'#' * level} {k}", "")
             json_tables(page, v, min(level + 1, 6))

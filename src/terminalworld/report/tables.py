@@ -1,0 +1,104 @@
+"""A report as data: its tables, headings and paragraphs (`Block`s), and the one renderer that writes
+them as Markdown at any heading level, for a report's own `.md` file and the docs site alike, so a
+table is defined once and no page edits another's Markdown."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: its column headers, its rows (each cell shown through `cell`) and one `l`/`r`
+    alignment per column (left where not given)."""
+
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    align: str = ""
+
+    def labels(self) -> list[str]:
+        """The first column's cells as shown: what a reader finds each row by."""
+        return [cell(r[0]) for r in self.rows]
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading `depth` levels below the level the blocks are rendered at."""
+
+    title: str
+    depth: int = 0
+
+
+Block = Table | Heading | str  # a str is a paragraph (or a list) of the project's own Markdown
+
+
+def section(title: str, blocks: Iterable[Block]) -> list[Block]:
+    """`blocks` under a heading `title`: their own headings one level down."""
+    return [Heading(title), *(Heading(b.title, b.depth + 1) if isinstance(b, Heading) else b for b in blocks)]
+
+
+def lines(blocks: Iterable[Block], level: int = 1) -> list[str]:
+    """The blocks as Markdown lines, a heading of depth d at level `level + d`, each block followed by
+    a blank line."""
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append(f"{'#' * (level + b.depth)} {b.title}")
+        elif isinstance(b, Table):
+            out.append(table_markdown(b))
+        else:
+            out.append(b)
+        out.append("")
+    return out
+
+
+def table_markdown(table: Table) -> str:
+    """One table as Markdown lines (no blank line after it)."""
+    rule = "|".join("---:" if a == "r" else "---" for a in table.align.ljust(len(table.columns), "l"))
+    head = [f"| {' | '.join(table.columns)} |", f"|{rule}|"]
+    return "\n".join(head + [f"| {' | '.join(cell(c) for c in row)} |" for row in table.rows])
+
+
+def to_markdown(blocks: Iterable[Block], level: int = 1) -> str:
+    """The blocks as one Markdown text (`lines`), ending in one newline."""
+    return "\n".join(lines(blocks, level)).rstrip() + "\n"
+
+
+# What could make corpus or model text in a cell into live markup, each broken with an HTML entity
+# (which no backslash before it can undo): a link or image (`[x](javascript:...)`, `[x][ref]`) at its
+# `](` or `][`, and an attribute list (`*x*{onclick=...}`) at a `{` right after an inline element.
+_LINK = re.compile(r"\](\s*)([(\[])")
+_ATTRS = re.compile(r"(?<=[*_`)\]])\{")
+
+
+def cell(value: Any) -> str:
+    """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), one line,
+    pipes escaped, and inert: no HTML (`<` escaped), no link, image or attribute list (`_LINK`,
+    `_ATTRS`), so a repository or model text shows as typed and never as markup."""
+    text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
+    text = text.replace("|", "\\|").replace("<", "&lt;").replace("\r", " ").replace("\n", " ")
+    text = _LINK.sub(lambda m: "]" + m.group(1) + ("&#40;" if m.group(2) == "(" else "&#91;"), text)
+    return _ATTRS.sub(lambda m: m.group() if _opens_code(text, m.start()) else "&#123;", text)
+
+
+def _opens_code(text: str, at: int) -> bool:
+    """Whether the backtick before `at` opens a code span (an odd count up to it): `{` inside one is text."""
+    return text[at - 1] == "`" and text[:at].count("`") % 2 == 1
+
+
+def fixed(x: float | None, digits: int = 2) -> str:
+    """A number to `digits` decimals; "—" for an absent one."""
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def pct(x: float | None) -> str:
+    """A share as a whole percentage; "—" for an absent one."""
+    return "—" if x is None else f"{x:.0%}"
+
+
+def of(k: int | None, n: int) -> str:
+    """A count out of `n` ("k of n"); "—" for an absent one."""
+    return "—" if k is None else f"{k} of {n}"
