@@ -1,41 +1,10 @@
 """The steps of a fix, per trial: an agent grade that says something where pass@1 is 0.
 
-Small agents rarely finish a fix, so each trial records how far it got. Each step is defined on
-what the agent obtained beyond its prompt, read from its own commands and the observations they
-caused (its `trajectory.json`), and from the verifier (the diff it found and the reward); a name
-the agent copied from its instruction reaches nothing. An observation counts for a piece of text
-only when the agent's command that caused it does not itself hold that text (an `echo` of the
-prompt shows nothing new):
-
-- `file_found`: an observation shows the bug's file: a line naming its path and the function
-  (`grep -rn 'def f' .`), or a short output (at most 3 lines) naming the path (`grep -rl`,
-  printing a module's `__file__`);
-- `body_shown`: observations show the bug's function: its `def` line and at least 80 % of its other
-  non-blank lines (the bugged source, each line stripped);
-- `line_shown`: an observation shows the buggy line (the bugged file's line the bug starts at);
-- `reproduced`: a Python command naming the function printed the wrong output the issue reports as
-  a line of its own (or, for an exception, the exception's name);
-- `edited_lines`: the diff at submission changes a line the reference fix changes (for a fix that
-  only inserts, the lines either side of the insertion);
-- `edited_file`: the diff at submission touches the bug's file;
-- `diff`: the diff at submission is non-empty;
-- `solved`: the verifier's reward is a solve.
-
-What the level's instruction already gave is not counted (`tasks.make.LEVELS`): a step whose
-evidence the instruction holds (the file's path for `file_found`, the quoted line for
-`line_shown`) is None, unknowable, at that level, and lines of the function the instruction quotes
-are left out of `body_shown`'s count. The localisation steps are `LOCALISATION`.
-
-A valid action has one definition: a reply holding exactly one bash block. Per trial,
-`valid_reply_share` is the share of the agent's replies that are valid (None for an agent without
-replies: Harbor's `nop` and `oracle`).
-
-The diff is the one the host computes from the trial's repository copy when the verifier's folder
-is downloaded (`verifier/submission.diff`, `tasks.submission`), so it is the repository as
-submitted, for every agent alike, and no file the sandbox wrote. Harbor's
-own agents leave no trajectory; their commands are known: `nop` runs none, `oracle` runs the
-solution script and nothing else, so each scores exactly what its commands do. Where the bug is
-unknown (a task not made by `tasks make`), the steps that need it are None.
+Small agents rarely finish a fix, so each trial records how far it got (`STEPS`; the localisation
+steps are `LOCALISATION`), counting only evidence the agent obtained beyond its prompt: outputs its
+own commands caused, read from its `trajectory.json`, and the host's diff and reward from the
+verifier. A step whose evidence the level's instruction holds (`tasks.make.LEVELS`) is None. Each
+step's definition and why: docs/agent-grade.md, "The steps of a fix".
 """
 
 from __future__ import annotations
@@ -201,6 +170,8 @@ def diff_files(diff: str) -> list[str]:
 
 
 def _file_found(pairs: list[tuple[str, str]], bug: Bug) -> bool:
+    """An output shows the bug's file: a line naming its path and the function (`grep -rn 'def f'`),
+    or a short output (at most `SHORT_OUTPUT_LINES`) naming the path (`grep -rl`, a `__file__`)."""
     for command, out in pairs:
         if _names(command, bug.path):
             continue
@@ -211,6 +182,8 @@ def _file_found(pairs: list[tuple[str, str]], bug: Bug) -> bool:
 
 
 def _body_shown(pairs: list[tuple[str, str]], bug: Bug) -> bool | None:
+    """Outputs show the function's `def` line and `BODY_SHARE` of its other non-blank lines (lines
+    the instruction quotes left out)."""
     if not bug.body:
         return None
     head, rest = bug.body[0], [x for x in bug.body[1:] if x not in bug.instruction]
@@ -220,6 +193,8 @@ def _body_shown(pairs: list[tuple[str, str]], bug: Bug) -> bool | None:
 
 
 def _reproduced(pairs: list[tuple[str, str]], bug: Bug) -> bool | None:
+    """A Python command naming the function printed the wrong output the issue reports, as a line
+    of its own (for an exception, its name)."""
     if bug.wrong_output is None:
         return None
     m = RAISED.fullmatch(bug.wrong_output)
@@ -238,8 +213,9 @@ def trial_steps(
     solved: bool | None,
     replies: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """The steps of a fix one trial reached (see the module docstring), None where unknown or given
-    by the instruction, and the trial's `valid_reply_share` from its (replies, valid replies)."""
+    """The steps of a fix one trial reached, None where unknown or given by the instruction, and the
+    trial's `valid_reply_share` from its (replies, valid replies). `edited_lines`: the diff changes a
+    line the reference fix changes (for a fix that only inserts, the lines either side)."""
     steps: dict[str, Any] = dict.fromkeys(STEPS)
     if bug is not None:
         steps["file_found"] = None if bug.path in bug.instruction else _file_found(pairs, bug)

@@ -1,31 +1,9 @@
 """Three-arm loss masks with an exact token partition, for any chat template.
 
-The rule (docs/design.md, "Loss-mask arms: who owns a token"):
-
-1. Render the whole conversation once with the model's chat template (or a given one) and
-   tokenize the text once, without added special tokens, keeping character offsets.
-2. Locate every message's content in the rendered text, in order. A template that changes content
-   (trims it, drops reasoning) makes the message unlocatable: that example fails with an error
-   naming the message and the template behaviour, never with a silently wrong mask.
-3. A token belongs to the message whose content holds the token's **last character**; the first
-   token that starts at or after the end of a message's content (its end-of-turn token, e.g.
-   `<|im_end|>`) also belongs to that message when nobody owns it yet. Everything else (role
-   headers, separators, inserted `<think>` blocks) belongs to nobody, and the system message
-   owns nothing that is trained.
-4. Arms: assistant (a) = tokens of assistant messages, user (c) = tokens of user messages (task and
-   observations), full (b) = both. a·c = 0 and a + c = b are checked on every example.
-
-With `exclude_harness_text`, characters of observation messages that the harness wrote (the
-`Observation: ` prefix, format warnings; see `trajectories.harness_spans`) own nothing, which is
-ECHO's O′. The end-of-turn token still belongs to the observation.
-
-Peers locate assistant spans with `{% generation %}` markers or per-segment tokenization, which
-gets the boundary tokens wrong (a header newline merged with a content newline, a token straddling
-two messages). Ownership by last character is defined for every token of the one tokenization that
-training actually sees.
-
-The `render` command (trajectory files to training rows, with its file I/O) is
-`train.render_rows`; this module holds only the rule.
+Every token of the one tokenization training sees has at most one owner, the message whose content
+holds its last character (its end-of-turn token too), so the assistant and user arms partition the
+full arm exactly, checked on every example. The rule and why: docs/loss-masks.md. The `render`
+command (trajectory files to training rows, with its file I/O) is `train.render_rows`.
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """The grounding block: the repository content a command is about, read from a repository state
-under a token budget.
+under a token budget (`retrieved` and `replayed` grounding; docs/manual/stages.md, "Grounding").
 
-What a command is about (`items`), per simple command (`routing.simple_commands`), relative paths
-followed through `cd` within the line, a leading `/testbed/` (the task image's workdir) dropped:
-
-- the files and folders its arguments name: a file whole, or the line range a `sed -n 'A,Bp'`,
-  `head -n K` or `tail -n K` reads (also when that filter follows in the pipe); a folder as its
-  sorted entries with file sizes; a path that does not exist as such;
-- the files its search patterns would reach: for `grep` (`-r` included, `--include`/`--exclude`
-  honoured, BRE, `-E`, `-F`, `-i`, `-w`), each file with a match and its matching lines with their
-  numbers (patterns compiled by `grounding.patterns`: linear-time RE2, never Python's `re`); for `find PATH -name GLOB`, the paths under PATH whose name matches (every file without
-  a `-name`);
-- for `python`, the script it runs, and the files of the module of `-m` and of the modules a `-c`
-  program imports, where the repository has them.
-
-A command about nothing of the repository gets no block at all.
-
-- for `git status` and `git diff`, the files changed since the episode began and, for `git diff`,
-  their changed lines as a unified diff, computed on the host by comparing the two states.
-
-Git's own database is never read and git never runs on the host (a repository's `.git/config` can
-make git run programs, and a command could have written it): other git commands get no block.
-
-Budget rule, stated once: blocks go in that order (named paths in command order, then reached
-files in path order); each block that fits the remaining budget goes in whole; the first that
-does not is cut after its last whole line that fits and ends with `[... N more lines not shown]`;
-every later block is named in one last line, `[not shown: PATH, ...]`. Tokens are counted with
-the simulator's own tokenizer. In a session, a block whose content is unchanged since an earlier
-turn showed it is replaced by one line saying so (the grounding delta).
+`items` says what each simple command of a line is about (the paths it names, the files its search
+patterns reach, a `python` command's sources, the files changed since the start for `git status`
+and `git diff`), `blocks` reads them, `fit` applies the one budget rule and `delta` replaces a
+block a session already saw unchanged. Git never runs on the host and `.git` is never read (a
+command could have written its config), and search patterns are linear-time RE2
+(`grounding.patterns`), never Python's `re`, since both read what a command wrote.
 """
 
 from __future__ import annotations

@@ -1,33 +1,12 @@
 """Tier 2 probe sets: session prefixes plus one command whose true output the sandbox gave.
 
-A simulator is graded per command family, so that one right about listings and wrong about test
-logs shows as such. Each probe is a held-out row (`core.heldout`'s schema plus `family`): one to
-three real earlier steps of an exploration session on a code tree, then a target command of its
-family. Every command runs in the bubblewrap sandbox, in order, over a fresh copy of the tree, so the
-prefix observations and the target's are all real; the steps come from the recorder's policy (its
-orientation, exploration and `sed -i` edit), and the messages are formatted exactly as it formats
-them, so a probe looks like a turn of the recorded corpus.
-
-Families (the `family` field), round-robin over the probe index:
-
-- `ls` (`ls` or `ls -la` of a folder), `wc` (`wc -l FILE`), `grep` (`grep -n "NAME" FILE` for a
-  name defined in FILE), `range` (`head -n K FILE` or `sed -n 'A,Bp' FILE`), `cat` (a file of at
-  most `SMALL_FILE_BYTES`);
-- `git_status`, `git_diff`: after a real `sed -i` edit (the recorder's) in the prefix;
-- `missing_file`: cat/head/wc/sed/ls/grep on a path that does not exist;
-- `traceback`: `python3 -c 'import MOD; MOD.FUNC(None, ...)'` with one positional argument too many
-  for an undecorated function without `*args`/`**kwargs`: a `TypeError`, or (most often, since the
-  sandbox's Debian python3 has no third-party package) the import's `ModuleNotFoundError`;
-- `test_summary`: a unittest file the prefix writes with a heredoc (one test that the function
-  exists, one that its `__name__` is the right name or, half the time, a wrong one), then
-  `python3 -m unittest -v FILE 2>&1 | grep -v "^Ran "`: the `Ran N tests in 0.001s` line is dropped
-  because its timing is not reproducible.
-
-The two Python families use the task system prompt (which offers `python3`, as in the solving
-episodes); the others the exploration prompt. A target whose output is blank, hits a sandbox limit
-or differs when run a second time is not a probe: the next code tree is tried and the reason counted.
-Each probe is seeded by (seed, index, repo) and runs in its own copy, so the same seed gives the
-same bytes whatever the number of workers.
+A simulator is graded per command family (`FAMILIES`), so one right about listings and wrong about
+test logs shows as such. Each probe is a held-out row (`core.heldout`'s schema plus `family`): one
+to three real earlier steps of the recorder's policy on a code tree, then a target command of its
+family, every command run in the sandbox over a fresh copy and formatted as the recorder formats a
+turn. A target whose output is blank, hits a sandbox limit or differs when run again is not a
+probe (the next tree is tried, the reason counted). Each probe is seeded by (seed, index, repo) in
+its own copy, so a seed gives the same bytes whatever the number of workers.
 """
 
 from __future__ import annotations
@@ -56,6 +35,15 @@ from terminalworld.env.sandbox import CommandResult, SandboxConfig, check_availa
 from terminalworld.errors import InputError
 from terminalworld.options import option
 
+# Round-robin over the probe index. `range` is `head -n K` or `sed -n 'A,Bp'` of a file, `cat` a file
+# of at most SMALL_FILE_BYTES, `grep` `grep -n "NAME" FILE` for a name FILE defines; the git ones
+# follow a real `sed -i` edit in the prefix; `missing_file` reads a path that does not exist;
+# `traceback` calls an undecorated function with one positional argument too many (a TypeError, or
+# most often the import's ModuleNotFoundError: the sandbox's python3 has no third-party package);
+# `test_summary` runs a unittest file the prefix writes (one test that the function exists, one
+# that its `__name__` is right or, half the time, wrong), its unreproducible `Ran N tests in` line
+# dropped. The Python families use the task system prompt (it offers python3), the others the
+# exploration prompt.
 FAMILIES = (
     "ls",
     "wc",

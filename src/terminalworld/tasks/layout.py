@@ -8,20 +8,12 @@
     <task>/tests/check.py        `casecheck.py`; tests/cases.json: FAIL_TO_PASS and PASS_TO_PASS
     <task>/solution/solve.sh     applies the reverse patch
 
-The verifier is the one Harbor runs: `bash /tests/test.sh` inside the environment, with the
-repository at /testbed, printing one line per case to /logs/verifier/cases.jsonl and the reward to
-/logs/verifier/reward.txt. Python reads no bytecode from the repository (a fresh cache prefix), and
-the task's failing cases go beyond the one the instruction shows, so neither a planted `.pyc` nor a
-hard-coded example passes. Both are written by a script that runs the code under test, which can
-write anything there, kill the script or read what it reads, so no verdict made inside can be
-trusted. Where the project runs the verifier (`verify`, and the Harbor sandbox environment) the
-verdict is the host's (`verdict`): the sandbox sees the cases without their expected values
-(`blind_cases`) and prints what each call returned, and the host compares with the values it alone
-holds; a case passes only when every line naming it shows the expected value, so a forged reward,
-a forged line, a missing file or a killed script is a failed check, scored 0, never a pass and
-never an unscored error. A task without cases (any other Harbor task) has only the reward its
-script wrote, read as hostile (`read_reward`): a no-follow, non-blocking open of a regular file of at
-most 64 bytes holding one number in [0, 1]; anything else is a `VerifierError`.
+The verifier is the one Harbor runs (`bash /tests/test.sh` with the repository at /testbed), but
+it runs the code under test, which can write anything it writes, so where the project runs it
+(`verify`, and the Harbor sandbox environment) the verdict is the host's: the sandbox sees the cases
+without their expected values (`blind_cases`) and the host compares (`verdict`); any other task's
+reward is read as hostile (`read_reward`). Why and what each attack meets: docs/manual/sandbox.md,
+"Rewards cannot be forged from inside".
 """
 
 from __future__ import annotations
