@@ -14,7 +14,7 @@ from fsspec.core import url_to_fs as _fs
 
 from terminalworld.core.records import read_json
 from terminalworld.pipeline import artifacts
-from terminalworld.report.tables import Block, Heading, Table, lines
+from terminalworld.report.tables import Block, Heading, Table, markdown_lines
 
 
 @dataclass
@@ -49,7 +49,7 @@ class Page:
     def put(self, *blocks: Block, level: int = 3) -> None:
         """Append a report's blocks (`report.tables`), headings from `level`, noting each table's
         first-column labels."""
-        self.add(*lines(blocks, level))
+        self.add(*markdown_lines(blocks, level))
         self.tables += [b.labels() for b in blocks if isinstance(b, Table)]
 
     def image(self, src: str, dest: str, caption: str) -> None:

@@ -40,7 +40,7 @@ def section(title: str, blocks: Iterable[Block]) -> list[Block]:
     return [Heading(title), *(Heading(b.title, b.depth + 1) if isinstance(b, Heading) else b for b in blocks)]
 
 
-def lines(blocks: Iterable[Block], level: int = 1) -> list[str]:
+def markdown_lines(blocks: Iterable[Block], level: int = 1) -> list[str]:
     """The blocks as Markdown lines, a heading of depth d at level `level + d`, each block followed by
     a blank line."""
     out: list[str] = []
@@ -63,8 +63,8 @@ def table_markdown(table: Table) -> str:
 
 
 def to_markdown(blocks: Iterable[Block], level: int = 1) -> str:
-    """The blocks as one Markdown text (`lines`), ending in one newline."""
-    return "\n".join(lines(blocks, level)).rstrip() + "\n"
+    """The blocks as one Markdown text (`markdown_lines`), ending in one newline."""
+    return "\n".join(markdown_lines(blocks, level)).rstrip() + "\n"
 
 
 # What could make corpus or model text in a cell into live markup, each broken with an HTML entity
