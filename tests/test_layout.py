@@ -3,6 +3,7 @@ no stage reaching into another's generators, foreign-environment modules that im
 their environment has, one episode loop, small modules, docstrings on the public API."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -214,6 +215,25 @@ def test_every_step_runs_a_function_its_stage_exports():
                 if not isinstance(run, ast.Name) or run.id in own:
                     wrong.append(f"{p.relative_to(SRC)}:{node.lineno} {ast.unparse(run)}")
     assert found >= 10 and wrong == []
+
+
+def test_every_import_path_names_a_definition():
+    # Harbor's environments and agent, and the simulated job's closed loop, are named by import path
+    # ("terminalworld.x.y:Name", loaded where they run): each names a module that defines it.
+    paths = [
+        node.value
+        for p in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if re.fullmatch(r"terminalworld(\.\w+)+:\w+", node.value)
+    ]
+    missing = []
+    for path in paths:
+        module, name = path.split(":")
+        file = SRC.parent / (module.replace(".", "/") + ".py")
+        if not file.is_file() or name not in _defined_in(ast.parse(file.read_text())):
+            missing.append(path)
+    assert len(paths) >= 4 and missing == []
 
 
 # Markdown a report module could write by hand: a table row, or an edit of a heading.
