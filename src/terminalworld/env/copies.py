@@ -87,11 +87,18 @@ def copy_space(
 
 @contextlib.contextmanager
 def repo_copy(source: str, *, prefix: str, dir: str | None = None, disk_bytes: int = DISK_BYTES) -> Iterator[str]:
-    """A copy of folder `source` (symlinks as symlinks) at `<copy_space>/repo`."""
+    """A copy of folder `source` (symlinks as symlinks, sparse files sparse) at `<copy_space>/repo`."""
     with copy_space(prefix, dir=dir, content_bytes=walk.tree_bytes(source), disk_bytes=disk_bytes) as folder:
         repo = os.path.join(folder, "repo")
-        shutil.copytree(source, repo, symlinks=True)
+        shutil.copytree(source, repo, symlinks=True, copy_function=_copy_file)
         yield repo
+
+
+def _copy_file(source: str, dest: str) -> None:
+    """`shutil.copy2` that keeps holes (a capped copy is sized to the blocks the source holds)."""
+    with open(source, "rb") as fin, open(dest, "wb") as fout:
+        walk.copy_data(fin.fileno(), fout.fileno())
+    shutil.copystat(source, dest)
 
 
 def _unescape(path: str) -> str:
