@@ -71,8 +71,9 @@ def disk_limit_kind() -> str:
     """The disk cap copies made here get: "tmpfs", each copy its own size- and inode-capped tmpfs,
     enforced by the kernel (mounted on the host by a root caller, else held in a user and mount
     namespace of the caller's own, `env.holder`); "walk", a plain folder measured by the sandbox
-    (neither is possible)."""
-    return "tmpfs" if _mountable() or holder.usable() else "walk"
+    (neither is possible, or root may not mount here)."""
+    # A root caller's sandboxes run as another uid, which could not enter a namespace root holds.
+    return "tmpfs" if _mountable() or (os.geteuid() != 0 and holder.usable()) else "walk"
 
 
 @contextlib.contextmanager

@@ -254,8 +254,8 @@ def run_written_back(folder: str, config: SandboxConfig, command: str) -> tuple[
     """Run `command` in a sandbox over a capped copy of `folder` (`env.copies`; on a root host its own
     tmpfs, so the kernel holds the disk cap), then make `folder` hold what the copy holds, only when the
     command ended within its disk and time limits. Returns the result and, when `folder` was left
-    exactly as it was, why (one line). Raises `InputError` when the folder cannot be copied, or the
-    copy cannot be synced (`check`)."""
+    exactly as it was, why (one line). Raises `InputError` when the folder cannot be copied, when the
+    copy cannot be synced (`check`: the folder is then as it was), or when the folder refuses a write."""
     folder = os.path.abspath(folder)
     try:
         with copies.repo_copy(folder, prefix="tw-exec-", disk_bytes=config.disk_bytes) as copy:
@@ -265,8 +265,10 @@ def run_written_back(folder: str, config: SandboxConfig, command: str) -> tuple[
                 return result, f"{kept[0]}: nothing was written back, {folder} is as it was"
             try:
                 sync_back(copy, folder, limit=limit)
-            except InputError as e:
+            except InputError as e:  # refused before anything was written
                 raise InputError(f"{e}: nothing was written back, {folder} is as it was") from None
+            except OSError as e:  # the caller's own folder refused a change (a read-only folder of its own)
+                raise InputError(f"writing back into {folder} failed ({e}); what was written before stays") from None
             return result, None
     except shutil.Error as e:  # copytree refuses a FIFO or socket in the folder, or the copy is full
         first = e.args[0][0] if isinstance(e.args[0], list) and e.args[0] else (None, None, e)
