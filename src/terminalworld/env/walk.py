@@ -280,11 +280,16 @@ def copy_data(src: int, dst: int) -> None:
             raise
         end = os.lseek(src, start, os.SEEK_HOLE)
         while start < end:
-            chunk = os.pread(src, min(1 << 20, end - start), start)
-            if not chunk:
+            try:  # in the kernel where the filesystems allow it
+                done = os.copy_file_range(src, dst, end - start, start, start)
+            except OSError as e:
+                if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                chunk = os.pread(src, min(1 << 20, end - start), start)
+                done = os.pwrite(dst, chunk, start) if chunk else 0
+            if not done:
                 break
-            os.pwrite(dst, chunk, start)
-            start += len(chunk)
+            start += done
         offset = end
     os.ftruncate(dst, size)
 
