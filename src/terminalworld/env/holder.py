@@ -147,7 +147,8 @@ def held(path: str) -> tuple[Holder, str] | None:
 @functools.cache
 def usable() -> bool:
     """Whether this caller can hold a capped tmpfs here (user namespaces, and `nsenter` to start a
-    sandbox inside them): checked once per process, by holding one."""
+    sandbox inside them): checked once per process, by holding one, writing to it from the host and
+    finding the file from inside the holder's namespaces."""
     if shutil.which("nsenter", path=_SBIN) is None:
         return False
     folder = tempfile.mkdtemp(prefix="tw-hold-probe-")
@@ -159,7 +160,8 @@ def usable() -> bool:
         try:
             with open(os.path.join(holder.root, "probe"), "wb") as f:
                 f.write(b"x")
-            return os.path.exists(os.path.join(holder.root, "probe")) and not os.listdir(folder)
+            entered = subprocess.run([*holder.enter_argv(), "/usr/bin/test", "-f", f"{folder}/probe"], env={})
+            return entered.returncode == 0 and not os.listdir(folder)
         except OSError:
             return False
         finally:
