@@ -1,21 +1,25 @@
 """Writing what a sandboxed command left in a copy back into the folder the copy was made from.
 
 `sandbox exec --repo DIR` runs its command over a capped copy of DIR (`run_written_back`, with
-`env.copies`: on a root host the copy's own tmpfs, so the kernel holds the disk cap however many
-processes write), and only when the command ended within its disk and time limits makes DIR hold
-what the copy holds (`sync_back`); otherwise DIR is left exactly as it was. Everything in
-the copy is treated as hostile. Both trees are walked from directory descriptors, never following a
-symlink and never building a path string. Regular files are written to a fresh name in their folder
-(`O_CREAT | O_EXCL | O_NOFOLLOW`) and renamed over the old entry, so each file changes atomically
-and nothing is written through a link the command planted, or one DIR already had; holes are
-copied as holes, so a sparse file costs DIR no more blocks than it cost the copy's cap. Symlinks are
-copied as symlinks (their text, never what they point to); FIFOs, sockets and device files are not
-copied, and the name they took in DIR is removed. Permission bits only (no setuid, setgid or
-sticky), with the owner's read bit on files and full access on folders, so DIR stays usable by its
-owner; a root caller gives what it writes the owner of the entry it replaces (or of its folder). Entries the copy no longer has are
-removed from DIR. A copy that would write more than DIR held plus the disk cap (hard links count
-once per name, since each is written as a file of its own) or that goes deeper than `MAX_DEPTH`
-folders is refused before anything is written.
+`env.copies`: the copy's own tmpfs, mounted on the host by a root caller and held in namespaces of
+its own by any other, so the kernel holds the disk cap however many processes write), and only
+when the command ended within its disk and time limits makes DIR hold what the copy holds
+(`sync_back`); otherwise DIR is left exactly as it was.
+
+Everything in the copy is treated as hostile. Both trees are walked from directory descriptors,
+never following a symlink and never building a path string. Regular files are written to a fresh
+name in their folder (`O_CREAT | O_EXCL | O_NOFOLLOW`) and renamed over the old entry, so each file
+changes atomically and nothing is written through a link the command planted, or one DIR already
+had; holes are copied as holes, so a sparse file costs DIR no more blocks than it cost the copy's
+cap. Symlinks are copied as symlinks (their text, never what they point to); FIFOs, sockets and
+device files are not copied, and the name they took in DIR is removed. Permission bits only (no
+setuid, setgid or sticky), with the owner's read bit on files and full access on folders, so DIR
+stays usable by its owner; a root caller gives what it writes the owner of the entry it replaces
+(or of its folder). Entries the copy no longer has are removed from DIR. A copy that would write
+more than DIR held plus the disk cap (hard links count once per name, since each is written as a
+file of its own) or that goes deeper than `MAX_DEPTH` folders is refused before anything is
+written. Unchanged files are compared, not rewritten, so the work is bounded by what DIR held and
+what the copy's cap let the command add.
 """
 
 from __future__ import annotations
@@ -251,11 +255,12 @@ def sync_back(copy: str, dest: str, *, limit: int) -> int:
 
 
 def run_written_back(folder: str, config: SandboxConfig, command: str) -> tuple[CommandResult, str | None]:
-    """Run `command` in a sandbox over a capped copy of `folder` (`env.copies`; on a root host its own
-    tmpfs, so the kernel holds the disk cap), then make `folder` hold what the copy holds, only when the
-    command ended within its disk and time limits. Returns the result and, when `folder` was left
-    exactly as it was, why (one line). Raises `InputError` when the folder cannot be copied, when the
-    copy cannot be synced (`check`: the folder is then as it was), or when the folder refuses a write."""
+    """Run `command` in a sandbox over a capped copy of `folder` (`env.copies`: its own tmpfs wherever
+    one can be had, so the kernel holds the disk cap), then make `folder` hold what the copy holds,
+    only when the command ended within its disk and time limits. Returns the result and, when
+    `folder` was left exactly as it was, why (one line). Raises `InputError` when the folder cannot
+    be copied, when the copy cannot be synced (`check`: the folder is then as it was), or when the
+    folder refuses a write."""
     folder = os.path.abspath(folder)
     try:
         with copies.repo_copy(folder, prefix="tw-exec-", disk_bytes=config.disk_bytes) as copy:
