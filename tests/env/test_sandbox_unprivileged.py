@@ -181,7 +181,7 @@ def test_an_unprivileged_callers_copies_get_the_kernels_cap(repo, workdir):
     commands = {
         "flood": "dd if=/dev/zero of=big bs=1M count=200 2>&1 | tail -1; rm big",
         "deep": f'python3 -c "{deep}"; echo exit $?',
-        "ids": "id -u; tr '\\0' ' ' </proc/1/cmdline; echo; tr '\\0' ' ' </proc/1/environ; grep testbed /proc/self/mountinfo",
+        "ids": "id -u; tr '\\0' ' ' </proc/1/cmdline; echo; tr '\\0' ' ' </proc/1/environ; grep testbed /proc/self/mountinfo; grep -E 'CapEff|CapBnd' /proc/self/status; unshare -U true",
     }
     proc = subprocess.run(
         [PYTHON, "-c", COPY_CALLER, str(SRC), str(repo), str(place), json.dumps(commands)],
@@ -204,4 +204,6 @@ def test_an_unprivileged_callers_copies_get_the_kernels_cap(repo, workdir):
     # Started inside the holder's namespaces, the sandbox still shows no host path or variable.
     assert out["ids"][0].startswith("0\nbwrap --args ") and str(place) not in out["ids"][0]
     assert str(SRC) not in out["ids"][0] and "PATH" not in out["ids"][0].split("\n")[2]
+    assert "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n" in out["ids"][0]  # nothing of the holder's
+    assert "unshare failed: Operation not permitted" in out["ids"][0]
     assert os.listdir(place) == [] and host_processes_with("tw-unpriv-") == []
