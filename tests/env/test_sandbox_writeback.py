@@ -169,3 +169,6 @@ def test_exec_says_when_nothing_was_written_back(repo, capsys):
     assert _snapshot(repo) == before
     assert main(["sandbox", "exec", "--repo", str(repo), "--disk-mb", "20", "--", COMMANDS["links"]]) == 2
     assert "more than the disk cap allows" in capsys.readouterr().err and _snapshot(repo) == before
+    os.mkfifo(repo / "fifo")  # copying it would block: refused in one line, before any command runs
+    assert main(["sandbox", "exec", "--repo", str(repo), "--", "touch x"]) == 2
+    assert "cannot be copied" in capsys.readouterr().err and not (repo / "x").exists()

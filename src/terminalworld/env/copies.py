@@ -31,6 +31,7 @@ import functools
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 
@@ -115,9 +116,16 @@ def repo_copy(source: str, *, prefix: str, dir: str | None = None, disk_bytes: i
 
 
 def _copy_file(source: str, dest: str) -> None:
-    """`shutil.copy2` that keeps holes (a capped copy is sized to the blocks the source holds)."""
-    with open(source, "rb") as fin, open(dest, "wb") as fout:
-        walk.copy_data(fin.fileno(), fout.fileno())
+    """`shutil.copy2` that keeps holes (a capped copy is sized to the blocks the source holds); a FIFO,
+    socket or device is refused as `copy2` refuses it, without blocking on it."""
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise shutil.SpecialFileError(f"`{source}` is not a regular file")
+        with open(dest, "wb") as fout:
+            walk.copy_data(fd, fout.fileno())
+    finally:
+        os.close(fd)
     shutil.copystat(source, dest)
 
 
