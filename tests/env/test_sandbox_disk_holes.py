@@ -1,6 +1,5 @@
-"""The walk's disk cap (a folder the kernel does not cap: `sandbox exec --repo DIR` over the
-operator's own folder, or any copy of an unprivileged caller) holds against what a command does to
-hide its writes: a file written in one burst between two polls, files held open after unlinking
+"""The walk's disk cap (a folder the kernel does not cap: a `Sandbox` over a plain folder, or a copy
+where no tmpfs can be had) holds against what a command does to hide its writes: a file written in one burst between two polls, files held open after unlinking
 them, folders made unreadable (write-only 0300) or unsearchable (chmod 0), as root and unprivileged.
 A mode a command left never makes `Sandbox.run` raise."""
 
@@ -24,6 +23,9 @@ COMMANDS = [
     {"unlinked": UNLINKED},
     {"writeonly": "mkdir w && chmod 0300 w && for i in 1 2 3 4 5; do head -c 15M /dev/zero > w/f$i; sleep 0.5; done"},
     {"hidden": "mkdir -p d/e && echo x > d/e/f && chmod 0 d/e d; echo done", "after": "echo still usable; ls"},
+    # The walk's stated slack: eight files written at once between two polls may each reach what is
+    # left of the cap (RLIMIT_FSIZE bounds each file, not the total), so the folder may keep 8x it.
+    {"writers": "for i in 1 2 3 4 5 6 7 8; do head -c 20M /dev/zero > w$i & done; wait; sleep 2"},
 ]
 CALLER = """
 import json, os, sys
@@ -46,13 +48,14 @@ def _check(out: dict) -> None:
     assert out["writeonly"][1] == 137 and "disk" in out["writeonly"][2] and out["writeonly"][3] <= 3 * CAP
     assert out["hidden"][:2] == ["done\n", 0]
     assert out["after"][0].startswith("still usable\n") and out["after"][1] == 0
+    assert "disk" in out["writers"][2] and out["writers"][3] - out["after"][3] <= 8 * CAP
 
 
 def test_a_root_callers_walk_cap_holds(repo):
     out = {}
     for group in COMMANDS:
         sandbox = Sandbox(str(repo), SandboxConfig(timeout_s=10, disk_bytes=CAP))
-        assert sandbox.disk_limit_kind == "walk"  # a plain folder, as `sandbox exec --repo` gets
+        assert sandbox.disk_limit_kind == "walk"  # a plain folder, not a copy of env.copies
         for name, command in group.items():
             r = sandbox.run(command)
             kept = sum(p.lstat().st_blocks * 512 for p in repo.rglob("*") if not p.is_dir())

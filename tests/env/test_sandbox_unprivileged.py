@@ -172,15 +172,16 @@ print(json.dumps(out))
 
 
 @unprivileged(COPIES_UID)
-def test_an_unprivileged_callers_copies_fall_back_to_the_walk(repo, workdir):
+def test_an_unprivileged_callers_copies_get_the_kernels_cap(repo, workdir):
     uid = COPIES_UID
     place = workdir / "copies"
     place.mkdir()
     os.chown(place, uid, uid)
     deep = "import os\nfor _ in range(2100):\n    os.mkdir('ab'); os.chdir('ab')\nopen('f', 'wb').write(b'x' * (40 << 20))\n"
     commands = {
-        "flood": "dd if=/dev/zero of=big bs=1M count=200 2>&1 | tail -1; sleep 5",
-        "deep": f'python3 -c "{deep}"; sleep 5',  # still running at the next poll, however loaded the host
+        "flood": "dd if=/dev/zero of=big bs=1M count=200 2>&1 | tail -1; rm big",
+        "deep": f'python3 -c "{deep}"; echo exit $?',
+        "ids": "id -u; tr '\\0' ' ' </proc/1/cmdline; echo; tr '\\0' ' ' </proc/1/environ; grep testbed /proc/self/mountinfo; grep -E 'CapEff|CapBnd' /proc/self/status; unshare -U true",
     }
     proc = subprocess.run(
         [PYTHON, "-c", COPY_CALLER, str(SRC), str(repo), str(place), json.dumps(commands)],
@@ -195,7 +196,14 @@ def test_an_unprivileged_callers_copies_fall_back_to_the_walk(repo, workdir):
     )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["kind"] == "walk" and out["mount"] is None and out["sandbox"] == "walk"
-    assert out["flood"][1] == 137 and "disk" in out["flood"][2]
-    assert out["deep"][1] == 137 and "disk" in out["deep"][2]
+    # A tmpfs of its own, held in a user and mount namespace of the caller's (`env.holder`): the kernel's cap.
+    assert out["kind"] == "tmpfs" and out["sandbox"] == "tmpfs"
+    assert out["mount"].startswith("/proc/") and out["mount"].endswith(str(place) + "/" + out["mount"].split("/")[-1])
+    assert "(10 MB, 10 MiB) copied" in out["flood"][0] and out["flood"][2] == []  # refused at the cap, then removed
+    assert "No space left on device" in out["deep"][0] and "disk" in out["deep"][2]
+    # Started inside the holder's namespaces, the sandbox still shows no host path or variable.
+    assert out["ids"][0].startswith("0\nbwrap --args ") and str(place) not in out["ids"][0]
+    assert str(SRC) not in out["ids"][0] and "PATH" not in out["ids"][0].split("\n")[2]
+    assert "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n" in out["ids"][0]  # nothing of the holder's
+    assert "unshare failed: Operation not permitted" in out["ids"][0]
     assert os.listdir(place) == [] and host_processes_with("tw-unpriv-") == []

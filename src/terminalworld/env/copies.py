@@ -11,9 +11,12 @@ nothing polls. The mount is nosuid and nodev, so a setuid file made inside means
 host even before the hand-back clears the bit. tmpfs lives in memory, like the /dev/shm the copies
 lived in before; its pages are charged to the memory cgroup of the command that writes them.
 
-Where mounting is refused (an unprivileged caller), the copy is a plain folder and the sandbox
-measures it with descriptor-based walks while the command runs and after (`env.walk`);
-`disk_limit_kind` says which a copy made here gets.
+Where mounting on the host is refused (an unprivileged caller), the same tmpfs, with the same caps,
+is mounted in a user and mount namespace of the caller's own and held there by a small process
+(`env.holder`): the copy is then reached at `/proc/<pid>/root/<folder>`, and the sandbox starts
+inside those namespaces to bind it. Only where neither works (no user namespaces, no `nsenter`) is
+the copy a plain folder, which the sandbox measures with descriptor-based walks while the command
+runs and after (`env.walk`); `disk_limit_kind` says which a copy made here gets.
 
 A copy is removed when its `with` block ends, at SIGTERM or SIGHUP through `core.scratch`'s
 termination handler, and otherwise (SIGKILL) by the next copy made with the same prefix in the same
@@ -28,11 +31,12 @@ import functools
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 
 from terminalworld.core import scratch
-from terminalworld.env import walk
+from terminalworld.env import holder, walk
 
 DISK_BYTES = 1 << 30  # the default disk cap: how much a command may add to a copy
 SOURCE = "terminalworld-copy"  # the mounts' source name, which tells them from any other tmpfs
@@ -49,20 +53,28 @@ def _mount(folder: str, size: int, inodes: int, *, remount: bool = False) -> Non
 
 
 @functools.cache
-def disk_limit_kind() -> str:
-    """The disk cap copies made here get: "tmpfs", each copy its own size- and inode-capped tmpfs,
-    enforced by the kernel; "walk", a plain folder measured by the sandbox (mounting refused)."""
+def _mountable() -> bool:
+    """Whether this caller may mount a tmpfs on the host (root)."""
     folder = tempfile.mkdtemp(prefix="tw-mount-probe-")
     try:
         _mount(folder, 4096, 16)
     except OSError:
-        return "walk"
+        return False
     else:
         scratch.remove_tree(folder)
-        return "tmpfs"
+        return True
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.rmdir(folder)
+
+
+def disk_limit_kind() -> str:
+    """The disk cap copies made here get: "tmpfs", each copy its own size- and inode-capped tmpfs,
+    enforced by the kernel (mounted on the host by a root caller, else held in a user and mount
+    namespace of the caller's own, `env.holder`); "walk", a plain folder measured by the sandbox
+    (neither is possible, or root may not mount here)."""
+    # A root caller's sandboxes run as another uid, which could not enter a namespace root holds.
+    return "tmpfs" if _mountable() or (os.geteuid() != 0 and holder.usable()) else "walk"
 
 
 @contextlib.contextmanager
@@ -73,25 +85,48 @@ def copy_space(
     repository copy and the folders bound beside it, removed with everything in it afterwards.
     `content_bytes`: at least what the host will put there (as `walk.tree_bytes` counts it)."""
     folder = scratch.make_dir(prefix, dir)
-    token = scratch.at_termination(functools.partial(scratch.remove_tree, folder))
-    try:
-        if disk_limit_kind() == "tmpfs":
-            room = content_bytes + disk_bytes
-            _mount(folder, room, room // walk.ENTRY_BYTES + 64)
-        os.chmod(folder, 0o711)
-        yield folder
-    finally:
+    held: list[holder.Holder] = []
+
+    def remove() -> None:
+        for h in held:
+            h.stop()  # the tmpfs goes with its namespaces
         scratch.remove_tree(folder)
+
+    token = scratch.at_termination(remove)
+    try:
+        room = content_bytes + disk_bytes
+        if disk_limit_kind() == "tmpfs" and _mountable():
+            _mount(folder, room, room // walk.ENTRY_BYTES + 64)
+        elif disk_limit_kind() == "tmpfs":
+            held.append(holder.Holder(folder, room, room // walk.ENTRY_BYTES + 64))
+        os.chmod(folder, 0o711)
+        yield held[0].root if held else folder
+    finally:
+        remove()
         scratch.done(token)
 
 
 @contextlib.contextmanager
 def repo_copy(source: str, *, prefix: str, dir: str | None = None, disk_bytes: int = DISK_BYTES) -> Iterator[str]:
-    """A copy of folder `source` (symlinks as symlinks) at `<copy_space>/repo`."""
+    """A copy of folder `source` (symlinks as symlinks, sparse files sparse) at `<copy_space>/repo`."""
     with copy_space(prefix, dir=dir, content_bytes=walk.tree_bytes(source), disk_bytes=disk_bytes) as folder:
         repo = os.path.join(folder, "repo")
-        shutil.copytree(source, repo, symlinks=True)
+        shutil.copytree(source, repo, symlinks=True, copy_function=_copy_file)
         yield repo
+
+
+def _copy_file(source: str, dest: str) -> None:
+    """`shutil.copy2` that keeps holes (a capped copy is sized to the blocks the source holds); a FIFO,
+    socket or device is refused as `copy2` refuses it, without blocking on it."""
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise shutil.SpecialFileError(f"`{source}` is not a regular file")
+        with open(dest, "wb") as fout:
+            walk.copy_data(fd, fout.fileno())
+    finally:
+        os.close(fd)
+    shutil.copystat(source, dest)
 
 
 def _unescape(path: str) -> str:
@@ -100,15 +135,17 @@ def _unescape(path: str) -> str:
 
 def mount_of(path: str) -> str | None:
     """The mount point of the copy's tmpfs that folder `path` (a host-chosen path) lives on, or None
-    when it is on any other filesystem."""
+    when it is on any other filesystem (a held tmpfs's as the host reaches it, `env.holder`)."""
     st = os.stat(path)
     dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-    with open("/proc/self/mountinfo") as f:
+    found = holder.held(path)
+    with open(f"/proc/{found[0].proc.pid}/mountinfo" if found else "/proc/self/mountinfo") as f:
         for line in f:
             fields, _, fs = line.partition(" - ")
             parts, fs_parts = fields.split(), fs.split()
             if parts[2] == dev and fs_parts[:2] == ["tmpfs", SOURCE]:
-                return _unescape(parts[4])
+                point = _unescape(parts[4])
+                return f"/proc/{found[0].proc.pid}/root{point}" if found else point
     return None
 
 
@@ -117,7 +154,11 @@ def fit(mount: str, disk_bytes: int) -> None:
     plus one per `walk.ENTRY_BYTES` of `disk_bytes`. Only while no command runs in it."""
     st = os.statvfs(mount)
     used = (st.f_blocks - st.f_bfree) * st.f_frsize
-    _mount(mount, used + disk_bytes, st.f_files - st.f_ffree + disk_bytes // walk.ENTRY_BYTES + 1, remount=True)
+    size, inodes = used + disk_bytes, st.f_files - st.f_ffree + disk_bytes // walk.ENTRY_BYTES + 1
+    if (found := holder.held(mount)) is not None:
+        found[0].fit(size, inodes)
+    else:
+        _mount(mount, size, inodes, remount=True)
 
 
 def make_room(path: str, nbytes: int) -> None:

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 
 from terminalworld.core import scratch
-from terminalworld.env import cgroup, seccomp
+from terminalworld.env import cgroup, holder, seccomp
 from terminalworld.errors import SandboxUnavailable
 
 _CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)')
@@ -121,10 +121,16 @@ def _oom_first(pid: int) -> None:
 
 
 def launch(
-    bwrap: str, options: list[str], argv: list[str], ident: tuple[int, int] | None, group: cgroup.Group | None
+    bwrap: str,
+    options: list[str],
+    argv: list[str],
+    ident: tuple[int, int] | None,
+    group: cgroup.Group | None,
+    via: holder.Holder | None = None,
 ) -> Launched:
     """Start `argv` in a sandbox made by `bwrap` with `options`, as host `ident` (uid, gid; None: the
-    caller). stdin is /dev/null; stdout and stderr share one pipe."""
+    caller). stdin is /dev/null; stdout and stderr share one pipe. `via`: the holder in whose
+    namespaces bwrap starts (`env.holder`), which writes the sandbox's id maps."""
     ids = ident or (os.geteuid(), os.getegid())
     # Popen switches identity in C between fork and exec: thread-safe, unlike preexec_fn, and one exec
     # cheaper than a setpriv wrapper. No environment: bwrap is pid 1 inside, its /proc/1/environ readable.
@@ -139,17 +145,22 @@ def launch(
     handshake = ["--args", str(args), "--seccomp", str(filt), "--info-fd", str(info_w)]
     handshake += ["--userns-block-fd", str(block_r)]
     pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.STDOUT}
+    fds = (args, filt, info_w, block_r)
+    words, program = ["bwrap"], bwrap  # argv[0] too names no host path
+    if via is not None:  # bash's exec names bwrap "bwrap", with an empty environment
+        enter = via.enter_argv()
+        words, program = [*enter, "/bin/bash", "-c", 'exec -c -a bwrap "$0" "$@"', bwrap], enter[0]
     try:
         proc = subprocess.Popen(
-            ["bwrap", *handshake, *argv],  # argv[0] too names no host path
-            executable=bwrap,
+            [*words, *handshake, *argv],
+            executable=program,
             **pipes,
-            pass_fds=(args, filt, info_w, block_r),
+            pass_fds=fds,
             start_new_session=True,
             **spawn,
         )
     finally:
-        for fd in (args, filt, info_w, block_r):
+        for fd in fds:
             os.close(fd)
     launched = Launched(proc, None, group)
     launched.token = scratch.at_termination(launched.end)
@@ -162,7 +173,10 @@ def launch(
             pid = int(m.group(1))
             launched.init = os.pidfd_open(pid)
             launched.pid = pid
-            _map_root(pid, *ids)
+            if via is not None:
+                via.map_root(pid)
+            else:
+                _map_root(pid, *ids)
             _oom_first(pid)
             if group is not None:
                 group.add(pid)

@@ -26,7 +26,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-from terminalworld.env import cgroup, copies, launch, walk
+from terminalworld.env import cgroup, copies, holder, launch, walk
 from terminalworld.env.disk import WalkedCap
 from terminalworld.env.output import Output
 from terminalworld.errors import InputError, SandboxUnavailable
@@ -272,16 +272,33 @@ class Sandbox:
                     f"({blocked} has mode {mode:o}); use a folder every user may traverse, such as one under /tmp"
                 )
         self._bwrap = _runnable_bwrap(bwrap_path(config.bwrap), self._ident)
-        mounts = ["--bind", self.repo_dir, REPO_MOUNT]
-        mounts += [a for inside, host in sorted(self.binds.items()) for a in ("--bind", host, inside)]
+        sources, self._enter = self._sources()
+        mounts = ["--bind", sources[0], REPO_MOUNT]
+        mounts += [
+            a for inside, host in zip(sorted(self.binds), sources[1:], strict=True) for a in ("--bind", host, inside)
+        ]
         self._options = _sandbox_args(config, self._ident, mounts)
         self._grouped = config.memory_cgroup and self._ident is not None and cgroup.hierarchy() is not None
         mounts = [copies.mount_of(p) for p in [self.repo_dir, *self.binds.values()]]
-        self._mounts = sorted(set(mounts)) if None not in mounts and os.geteuid() == 0 else []
+        self._mounts = (
+            sorted(set(mounts)) if None not in mounts and (os.geteuid() == 0 or self._enter is not None) else []
+        )
         self.disk_limit_kind = "tmpfs" if self._mounts else "walk"  # per sandbox: its folders decide
         self._running: list[launch.Launched] = []
         self._idle = threading.Condition()
         self.claim_repo()
+
+    def _sources(self) -> tuple[list[str], holder.Holder | None]:
+        """The bind sources of the repository and the bound folders (sorted by where they go inside),
+        and the holder in whose namespaces bwrap must start to bind them: a copy on a tmpfs that
+        `env.holder` holds is bound from inside the holder's namespaces, by its path there."""
+        paths = [self.repo_dir, *(self.binds[inside] for inside in sorted(self.binds))]
+        found = [h for h in map(holder.held, paths) if h is not None]
+        if not found:
+            return paths, None
+        if len(found) < len(paths) or len({id(h) for h, _ in found}) > 1:
+            raise InputError(f"{self.repo_dir}: the repository and the bound folders must share one copy space")
+        return [inside for _, inside in found], found[0][0]
 
     def end_running(self) -> None:
         """Kill every command running in this sandbox (from another thread) and return once each `run`
@@ -340,7 +357,7 @@ class Sandbox:
         start = time.monotonic()
         group = cgroup.Group(cfg.memory_bytes) if self._grouped else None
         try:
-            started = launch.launch(self._bwrap, self._options, self.argv(command), self._ident, group)
+            started = launch.launch(self._bwrap, self._options, self.argv(command), self._ident, group, self._enter)
         except BaseException:
             if group is not None:
                 group.stop()

@@ -267,6 +267,33 @@ def copy_in(source: str, root: str, relpath: str) -> None:
         shutil.copyfileobj(fin, fout, 1 << 20)
 
 
+def copy_data(src: int, dst: int) -> None:
+    """Copy regular file `src` into the empty file `dst` (descriptors), region by region, leaving holes
+    as holes: a sparse file costs the copy no more blocks than the original."""
+    size, offset = os.fstat(src).st_size, 0
+    while offset < size:
+        try:
+            start = os.lseek(src, offset, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # only a hole is left
+                break
+            raise
+        end = os.lseek(src, start, os.SEEK_HOLE)
+        while start < end:
+            try:  # in the kernel where the filesystems allow it
+                done = os.copy_file_range(src, dst, end - start, start, start)
+            except OSError as e:
+                if e.errno not in (errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                chunk = os.pread(src, min(1 << 20, end - start), start)
+                done = os.pwrite(dst, chunk, start) if chunk else 0
+            if not done:
+                break
+            start += done
+        offset = end
+    os.ftruncate(dst, size)
+
+
 def copy_out(root: str, relpath: str, dest: str) -> None:
     """Copy the folders and regular files under `root/relpath` to `dest` (created, merged into), the
     files' permission bits without setuid/setgid; symlinks, FIFOs, devices and sockets are left out,

@@ -1,0 +1,174 @@
+"""`sandbox exec --repo DIR` runs over a capped copy of DIR and writes the result back only when the
+command ended within its caps (`env.syncback`), as root (the copy on its own tmpfs mounted on the
+host) and unprivileged (the same tmpfs held in a user and mount namespace of the caller's own,
+`env.holder`): the kernel holds the cap either way. Past the cap, or when the result cannot be
+written back (hard links, depth), or after a timeout, DIR is left exactly as it was; within it,
+nothing the command planted (symlinks, FIFOs, setuid bits, modes, sparse files, odd names) is
+followed, kept or blown up. Eight writers bursting at once under a 20 MiB cap grow the copy by at
+most the cap (measured inside by `du`, before and after), for both callers."""
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from terminalworld.cli import main
+from terminalworld.env import syncback
+from terminalworld.env.sandbox import SandboxConfig, bwrap_path
+from terminalworld.errors import InputError
+
+from .test_sandbox_unprivileged import PYTHON, SRC, unprivileged
+
+CAP = 20 << 20
+OWNER_UID = 54326  # the folder's owner in the root test (unused by any other test)
+WRITEBACK_UID = 54327  # the unprivileged caller
+HOSTILE = (
+    "echo changed > a.txt; rm b.txt; echo new > n.txt; rm out; echo x > out; "
+    "rm dir_link; mkdir dir_link; echo x > dir_link/f; ln -s /etc/passwd pw; mkfifo ff; "
+    "mkdir -p d/e; echo deep > d/e/f; chmod 0 d; truncate -s 16M sparse; "
+    "printf z > \"$(printf 'odd\\nname\\033')\"; printf y > $'\\xff\\xfe'; "
+    "cp /bin/true suid; chmod 4755 suid; echo r > ro.txt; chmod 0 ro.txt"
+)
+COMMANDS = {
+    "hostile": HOSTILE,
+    # Eight processes at once, each trying the whole cap: the copy's tmpfs refuses what is past it.
+    "writers": "du -sB1 .; for i in 1 2 3 4 5 6 7 8; do head -c 20M /dev/zero > w$i & done; wait; du -sB1 .",
+    "links": "head -c 4M /dev/urandom > big && for i in $(seq 40); do ln big l$i; done",  # 164 MiB as files
+    "deep": f"for i in $(seq {syncback.MAX_DEPTH + 5}); do mkdir z && cd z || exit 1; done",
+    "timeout": "echo partial > p; sleep 30",
+}
+CALLER = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from terminalworld.env.sandbox import SandboxConfig
+from terminalworld.env.syncback import run_written_back
+from terminalworld.errors import InputError
+try:
+    r, kept = run_written_back(sys.argv[2], SandboxConfig(timeout_s=5, disk_bytes=int(sys.argv[4]), memory_bytes=512 << 20), sys.argv[3])
+    print(json.dumps([r.output, r.returncode, list(r.limits), kept, None]))
+except InputError as e:
+    print(json.dumps([None, None, None, None, str(e)]))
+"""
+
+
+def _layout(repo: Path, outside: Path) -> None:
+    (repo / "b.txt").write_text("keep\n")
+    (outside / "victim").write_text("victim\n")
+    (outside / "folder").mkdir()
+    (repo / "out").symlink_to(outside / "victim")
+    (repo / "dir_link").symlink_to(outside / "folder")
+
+
+def _snapshot(repo: Path) -> dict:
+    """Every entry of `repo` (no link followed): type, mode, owner, mtime and contents or link text."""
+    seen = {}
+    for here, dirs, files in os.walk(repo):
+        for name in dirs + files:
+            p = os.path.join(here, name)
+            st = os.lstat(p)
+            body = (
+                os.readlink(p) if stat.S_ISLNK(st.st_mode) else Path(p).read_bytes() if stat.S_ISREG(st.st_mode) else ""
+            )
+            seen[os.path.relpath(p, repo)] = (st.st_mode, st.st_uid, st.st_mtime_ns, body)
+    return seen
+
+
+def _run_root(repo: Path, command: str):
+    try:
+        r, kept = syncback.run_written_back(str(repo), SandboxConfig(timeout_s=5, disk_bytes=CAP), command)
+        return [r.output, r.returncode, list(r.limits), kept, None]
+    except InputError as e:
+        return [None, None, None, None, str(e)]
+
+
+def _check(repo: Path, outside: Path, outcomes: dict, before: dict, owner: int) -> None:
+    output, status, limits, kept, error = outcomes["hostile"]
+    assert (status, kept, error) == (0, None, None), output
+    assert (repo / "a.txt").read_text() == "changed\n" and not (repo / "b.txt").exists()
+    assert (repo / "n.txt").read_text() == "new\n"
+    # DIR's own links were replaced, never written through; the planted one is a link, not a copy.
+    assert (repo / "out").read_text() == "x\n" and not (repo / "out").is_symlink()
+    assert (outside / "victim").read_text() == "victim\n" and os.listdir(outside / "folder") == []
+    assert (repo / "dir_link" / "f").read_text() == "x\n" and not (repo / "dir_link").is_symlink()
+    assert os.readlink(repo / "pw") == "/etc/passwd"
+    assert not os.path.lexists(repo / "ff")  # a FIFO is not written back
+    assert stat.S_IMODE((repo / "d").stat().st_mode) == 0o700 and (repo / "d/e/f").read_text() == "deep\n"
+    assert (repo / "sparse").stat().st_size == 16 << 20 and (repo / "sparse").stat().st_blocks * 512 < 1 << 20
+    assert (repo / "odd\nname\x1b").read_text() == "z" and b"\xff\xfe" in os.listdir(bytes(repo))
+    assert stat.S_IMODE((repo / "suid").stat().st_mode) == 0o755  # no setuid bit
+    assert stat.S_IMODE((repo / "ro.txt").stat().st_mode) == 0o400
+    assert not [n for n in os.listdir(repo) if n.startswith(".tw-sync-")]
+    assert {str(p): os.lstat(p).st_uid for p in [repo, *repo.rglob("*")] if os.lstat(p).st_uid != owner} == {}
+    after_hostile = _snapshot(repo)
+    assert before != after_hostile
+    # Past the cap, when the result cannot be written back, or after a timeout: DIR exactly as it was.
+    output, status, limits, kept, error = outcomes["writers"]
+    assert "disk" in limits and "nothing was written back" in kept
+    # The kernel held the cap over eight writers at once: the copy grew by the cap, not 8x it.
+    start, end = map(int, re.findall(r"^(\d+)\t\.$", output, re.MULTILINE))
+    assert CAP - (1 << 20) < end - start <= CAP, (start, end)
+    output, status, limits, kept, error = outcomes["links"]
+    assert "more than the disk cap allows" in error and "nothing was written back" in error
+    output, status, limits, kept, error = outcomes["deep"]
+    assert f"more than {syncback.MAX_DEPTH}" in str(error) and "nothing was written back" in error, outcomes["deep"]
+    output, status, limits, kept, error = outcomes["timeout"]
+    assert status == 124 and "timed out" in kept and not (repo / "p").exists()
+    assert _snapshot(repo) == after_hostile
+
+
+@pytest.fixture
+def outside(workdir):
+    o = workdir / "outside"
+    o.mkdir()
+    return o
+
+
+def test_a_root_caller_writes_back_only_within_the_cap(repo, outside):
+    _layout(repo, outside)
+    for p in [repo, *repo.iterdir()]:
+        os.chown(p, OWNER_UID, OWNER_UID, follow_symlinks=False)
+    before = _snapshot(repo)
+    outcomes = {name: _run_root(repo, command) for name, command in COMMANDS.items()}
+    _check(repo, outside, outcomes, before, OWNER_UID)
+
+
+@unprivileged(WRITEBACK_UID)
+def test_an_unprivileged_caller_writes_back_only_within_the_cap(repo, outside, workdir):
+    _layout(repo, outside)
+    for p in [repo, *repo.iterdir()]:
+        os.chown(p, WRITEBACK_UID, WRITEBACK_UID, follow_symlinks=False)
+    before = _snapshot(repo)
+    outcomes = {}
+    for name, command in COMMANDS.items():
+        proc = subprocess.run(
+            [PYTHON, "-c", CALLER, str(SRC), str(repo), command, str(CAP)],
+            user=WRITEBACK_UID,
+            group=WRITEBACK_UID,
+            extra_groups=[],
+            env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
+            cwd=str(workdir),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        outcomes[name] = json.loads(proc.stdout)
+    _check(repo, outside, outcomes, before, WRITEBACK_UID)
+
+
+def test_exec_says_when_nothing_was_written_back(repo, capsys):
+    before = _snapshot(repo)
+    status = main(["sandbox", "exec", "--repo", str(repo), "--disk-mb", "20", "--", COMMANDS["writers"]])
+    out, err = capsys.readouterr()
+    assert status == 1 and "disk limit reached" in out
+    assert err == f"sandbox exec: it reached the disk limit: nothing was written back, {repo} is as it was\n"
+    assert _snapshot(repo) == before
+    assert main(["sandbox", "exec", "--repo", str(repo), "--disk-mb", "20", "--", COMMANDS["links"]]) == 2
+    assert "more than the disk cap allows" in capsys.readouterr().err and _snapshot(repo) == before
+    os.mkfifo(repo / "fifo")  # copying it would block: refused in one line, before any command runs
+    assert main(["sandbox", "exec", "--repo", str(repo), "--", "touch x"]) == 2
+    assert "cannot be copied" in capsys.readouterr().err and not (repo / "x").exists()
