@@ -1070,7 +1070,11 @@ def _scores_rows(snapshot: Path, model: str) -> dict[str, dict]:
     """A model's scored rows (skipped ones apart) from a snapshot's gzipped scores file."""
     import gzip
 
-    [path] = snapshot.glob(f"sim-ppl-eval/sim_ppl_{model}/*/*.jsonl.gz")
+    # Snapshots keep the names they ran under: `sim-ppl-eval/sim_ppl_*` before the probe's rename.
+    [path] = [
+        *snapshot.glob(f"probe-eval/probe_{model}/*/*.jsonl.gz"),
+        *snapshot.glob(f"sim-ppl-eval/sim_ppl_{model}/*/*.jsonl.gz"),
+    ]
     rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
     return {r["instance_id"]: r for r in rows if not r.get("_summary") and "skipped" not in r}
 

@@ -113,7 +113,7 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     assert doc["depth_scope"] == "read + predict observations"
     # Train where you score: every scored row lies within the trained window; each scale states its
     # real tokens and loss tokens, and what was split.
-    scored = sorted((tmp_path / "prefix" / "sim-ppl-eval").rglob("sim_ppl_*.jsonl"))
+    scored = sorted((tmp_path / "prefix" / "probe-eval").rglob("probe_*.jsonl"))
     assert len(scored) == 7  # the base and six checkpoints
     for path in scored:
         for line in path.read_text().splitlines():
