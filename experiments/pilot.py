@@ -267,7 +267,10 @@ DEPARTURES = (
     "at temperature 0.8 (pass@k needs attempts that differ), 4 attempts per task.",
 )
 
-# The CPU run's wall-time target, on the '2 cores quiet' column.
+# The CPU run's wall-time target, on the '2 cores quiet' column. The agent grade's cost is decoding
+# one request at a time: `core.batching` batches greedy requests only (a sampled request's seed
+# seeds its whole `generate` call), so a task's concurrent attempts at temperature 0.8 do not share
+# a batch. Per-row seeded sampling would let them; it is not built, so no rate here assumes it.
 BUDGET_H = 12.0
 # How the recipe shrinks to fit BUDGET_H, in this order, each step only as far as the floors allow.
 # Floors: at least 40 read + predict probe targets scored by every checkpoint (held-out rows from
