@@ -338,6 +338,10 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     v, workers = p.version, local_workers(p.workers)
     if "function" not in p.agent_levels:
         raise ValueError("agent_levels: the function level's grades are the report's process table, so it must be one")
+    if p.scale_steps[0] < 2:  # the run would finish without an HF checkpoint to score
+        raise ValueError(
+            f"scale_steps: at least 2 steps a scale (Levanter exports no HF model after 1), not {p.scale_steps}"
+        )
     if len(set(p.seeds)) != len(p.seeds) or not p.seeds:
         raise ValueError(f"seeds: at least one, all distinct, not {p.seeds}")
     # The solving episodes cover every level of the ladder (the corpus manifest counts them per level
