@@ -11,11 +11,12 @@ embeddings) dequantised to float32 and converted to HF once, loaded by Levanter'
 the original bf16 weights. Record a real-shell
 corpus (exploration trajectories plus the solving episodes of generated tasks) with observations
 capped at 2,000 characters; fine-tune the base under each loss-mask arm, (a) assistant, (b) full and
-(c) user, at three nested scales 3x apart; score the base and all nine checkpoints on the same held-out
-rows from repos unseen in training, at 14 context turns and at every depth; grade the base and every
-(a)/(b) checkpoint as agents (pass@1, pass@k and the steps of a fix) on generated tasks from unseen
-repos; grade the base and the largest (b) and (c) checkpoints as simulators (tiers 1-3); write the
-scale-axis report with the departures from the write-up.
+(c) user, at three nested scales 3x apart under each of two seeds; score the base, the base control and
+all eighteen checkpoints on the same held-out rows from repos unseen in training, at 14 context turns
+and at every depth; grade the base and (a)/(b) at the smallest and largest scale of each seed as agents
+(pass@1, pass@k and the steps of a fix) on generated tasks from unseen repos at two levels of the task
+ladder; grade the base and each seed's largest (b) and (c) as simulators (tiers 1-2; tier 3 for the
+base and the largest (b)); write the scale-axis report with the departures from the write-up.
 
 **Three scales are checkpoints of one run per arm**, not three runs: each arm trains once under a
 constant learning rate after a warm-up of 2 steps, and its checkpoints after 3, 9 and 27 steps are
@@ -30,6 +31,22 @@ scores only rows within that window (`window=seq_len`; longer rows are skipped w
 a trajectory longer than the window is split into pieces of at most 8,191 tokens (nothing is cut),
 and the report counts the trajectories split, the real tokens and loss tokens of every scale.
 
+**The recipe, revised before the run (2026.12.06.1)**, each change for a reason:
+- *Two seeds per arm* (`seeds`): each seed is a full set of nested scales of its own run, with its own
+  data order (Levanter's permutation of the same packed sequences, keyed by the seed: a continued
+  run keeps it) and its own sampled agent attempts; one seed cannot tell the scale effect from the
+  draw, two give it a between-seed spread. The data steps (SFT subset, held-out rows, tasks) are
+  shared, so every checkpoint is scored on the same rows and graded on the same tasks; the base is
+  seed-independent and scored and graded once.
+- *The base stated as it is, with a control*: the base is the dequantised Q4_1 model; `base-control`
+  is that base trained the smallest scale's steps with the same recipe on unrelated text (the
+  training repos' own source files as plain text, every token in the loss; `train.plain_text`)
+  and scored on the same rows, so "beats the base" reads against the dequantised model recovering.
+- *Enough probe targets*: 64 held-out rows, so that at least 40 read + predict targets are scored.
+- *Sized for about 12 hours* (`BUDGET_H`) by the stated shrink order (`SHRINK`), never below the
+  floors written beside it; where the floors alone exceed the budget, the plan says so with the
+  estimate (on 2 cores quiet they do: the agent grade and the probe at their floors exceed it).
+
 **The recipe is fixed before the first run** (see `recipe`). Every departure from the write-up is
 listed in `DEPARTURES` and printed in the report beside the numbers.
 """
@@ -41,17 +58,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from terminalworld.agent import steps as agent
-from terminalworld.agent.steps import SampledEpisodes, SampledEpisodesIn
+from terminalworld.agent.steps import SampledEpisodes, SeededEpisodes
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
-from terminalworld.pipeline.cost import Throughput, Work, cost_table, projection_table
+from terminalworld.pipeline.cost import Throughput, Work, cost_table, hours, projection_table, stage_seconds
 from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, Report, TaskSet
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
 from terminalworld.sim.steps import Decoding, DecodingIn, DecodingOn
 from terminalworld.train import steps as train
-from terminalworld.train.sft import FLOAT32, MARIN_PRECISION, SftRecipe
+from terminalworld.train.sft import FLOAT32, MARIN_PRECISION, ShuffledSftRecipe
 
 ARMS = ("assistant", "full", "user")
 
@@ -128,8 +145,10 @@ class Pilot:
     GPU preset included, gets its own version (see `terminalworld.pipeline.entry`)."""
 
     # .1: distinct from the demo's versions, as both write the same step names; 2026.12.05.1: the
-    # 8,192-token window, split trajectories and the trained-window probe (the committed run is 2026.12.04.1)
-    version: str = "2026.12.05.1"
+    # 8,192-token window, split trajectories and the trained-window probe (the committed run is
+    # 2026.12.04.1); 2026.12.06.1: the revised recipe (two seeds, the base control, the ladder's two
+    # levels, sized to the floors; see "The recipe, revised" in the module's docstring)
+    version: str = "2026.12.06.1"
     base: str = "smollm2"  # SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32 (an HF folder or asset name)
     tokenizer: str = "smollm2"  # the base's own tokenizer and ChatML template
     # Corpus: exploration trajectories plus solving episodes; observations capped at 2,000 characters
@@ -138,7 +157,10 @@ class Pilot:
     solve_tasks: int = 24
     max_output_chars: int = 2000
     record_seed: int = 1
-    seed: int = 42
+    seed: int = 42  # the data steps' draws (SFT subset, held-out rows, tasks): shared by every seed
+    # Training and grading seeds: each one a full set of nested scales per arm, its own data order
+    # (Levanter's permutation of the packed rows) and its own sampled attempts; 42 as the write-up.
+    seeds: tuple[int, ...] = (42, 43)
     arms: tuple[str, ...] = ARMS
     # SFT: one run per arm, checkpoints at these steps are the scales (3x apart); sft_size
     # trajectories hold at least scale_steps[-1] * batch_size packed sequences. 60 rows cover about
@@ -152,24 +174,31 @@ class Pilot:
     warmup_steps: int = 2
     weight_decay: float = 0.1
     max_grad_norm: float = 30.0
-    # The probe: rows from repos unseen in training, 14 context turns as the write-up, every depth.
-    heldout_n: int = 48
+    # The probe: rows from repos unseen in training, 14 context turns as the write-up, every depth;
+    # 64 rows so that at least 40 read + predict targets remain after copies and skipped rows (the
+    # first pilot kept 25 read + predict of 41 scored rows, 6 of them sentinels, now never drawn).
+    heldout_n: int = 64
     context_turns: int = 14
     expected_row_tokens: int = 3500  # for the estimate only, until the held-out set exists
-    # The agent grade: base and every (a)/(b) checkpoint, tasks from unseen repos, sampled attempts,
-    # on the task ladder (`tasks.make.LEVELS`): the same bugs with more help at each level, 24 tasks a
-    # level so that a paired per-task test between two checkpoints can reach p < 0.05 (six tasks one
-    # arm solves and the other does not give p = 0.031). The function level grades every checkpoint;
-    # the other levels the base and (a)/(b) at the smallest and largest scale.
+    # The agent grade on the task ladder (`tasks.make.LEVELS`: the same bugs with more help at each
+    # level), tasks from unseen repos, sampled attempts; 24 tasks a level so that a paired per-task
+    # test between two checkpoints can reach p < 0.05 (six tasks one arm solves and the other does
+    # not give p = 0.031). Every level grades the base and (a)/(b) at the smallest and largest scale
+    # of each seed (9 models); the function level's grades are the report's process table. Two
+    # levels (SHRINK step 1): function, where the first pilot solved nothing, and pinpoint (the buggy
+    # line given), where some checkpoint is likeliest to solve a measurable share.
     agent_tasks: int = 24
-    agent_levels: tuple[str, ...] = ("issue", "function", "pinpoint")
+    agent_levels: tuple[str, ...] = ("function", "pinpoint")
     attempts: int = 4
+    # 3 turns of 64 tokens (SHRINK step 2; was 4 of 96): read, edit, check; an edit command of the
+    # pinpoint level is about 30 tokens.
     harness: SampledEpisodes = field(
         default_factory=lambda: SampledEpisodes(
-            max_turns=4, context_tokens=8192, max_tokens_per_turn=96, temperature=0.8
+            max_turns=3, context_tokens=8192, max_tokens_per_turn=64, temperature=0.8
         )
     )
-    # The simulator grade: base and the largest (b) and (c); tier 1 on its own smaller held-out draw.
+    # The simulator grade: tiers 1-2 for the base and each seed's largest (b) and (c); tier 1 on its
+    # own smaller held-out draw; tier 3 (below) for the base and each seed's largest (b).
     sim_heldout_n: int = 12
     probes: int = 20
     # Tier 3: the solver's episodes on 12 tasks, half of them (seeded) wrong fixes, so the real
@@ -228,17 +257,44 @@ DEPARTURES = (
     "predict targets, copies and sentinels reported apart.",
     "Base: SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32, not its original weights: part of "
     "any arm's gain over the base after a few steps may be the dequantised model recovering.",
-    "alone, the function's file, the buggy line), not SWE-bench Verified; 4 "
-    "turns of 96 tokens per attempt at temperature 0.8 (pass@k needs attempts that differ).",
+    "Base control: the dequantised base trained the smallest scale's steps with the same recipe on unrelated "
+    "text (the training repos' source files as plain text, every token in the loss) and scored on the same "
+    "rows, so an arm's gain over the base can be read against the dequantised model recovering.",
+    "Seeds: two per arm (data order and sampled attempts), each a full set of nested scales, against the "
+    "write-up's one run per cell; the data steps (SFT subset, held-out rows, tasks) are shared by both seeds.",
+    "Agent grade: 24 generated tasks from unseen repos at two levels of the task ladder (function: the "
+    "function's file; pinpoint: the buggy line), not SWE-bench Verified; 3 turns of 64 tokens per attempt "
+    "at temperature 0.8 (pass@k needs attempts that differ), 4 attempts per task.",
+)
+
+# The CPU run's wall-time target, on the '2 cores quiet' column. The agent grade's cost is decoding
+# one request at a time: `core.batching` batches greedy requests only (a sampled request's seed
+# seeds its whole `generate` call), so a task's concurrent attempts at temperature 0.8 do not share
+# a batch. Per-row seeded sampling would let them; it is not built, so no rate here assumes it.
+BUDGET_H = 12.0
+# How the recipe shrinks to fit BUDGET_H, in this order, each step only as far as the floors allow.
+# Floors: at least 40 read + predict probe targets scored by every checkpoint (held-out rows from
+# unseen repos, sentinels excluded, within the trained window); the agent grade on at least 2 ladder
+# levels, 24 held-out tasks a level, 4 seeded attempts, the base and (a)/(b) at the smallest and
+# largest scale of each seed (9 models a level); simulator tiers 1-2 for the base and the largest
+# (b) and (c) of each seed, tier 3 of at least 12 episodes with agents whose outcome can differ.
+SHRINK = (
+    "1. fewer agent-graded checkpoints: 9 models a level (was every (a)/(b) checkpoint at the function "
+    "level), 2 levels, function and pinpoint (was 3): applied, at the floor",
+    "2. fewer turns and tokens per attempt: 3 turns of 64 tokens (was 4 of 96): applied",
+    "3. smaller scales (3x apart): not applied, it cannot bring the plan under the budget (the agent "
+    "grade and the probe at their floors exceed it alone) and it would weaken finding (1)",
+    "4. fewer simulator models and tier-3 loops: tier 3 on the base and the largest (b) of each seed only",
 )
 
 
-def recipe(p: Pilot, steps: int) -> SftRecipe:
+def recipe(p: Pilot, steps: int, seed: int) -> ShuffledSftRecipe:
     """The write-up's SFT recipe, scaled; each change and its reason is in `DEPARTURES`. Weight decay
     0.1 and gradient clipping at 30 as the write-up; constant LR after `warmup_steps` (a whole number
-    of steps above 1, so the LR at a step does not depend on the run's length); seed 42 as the
-    write-up. The architecture's window is SmolLM2's own (8,192)."""
-    return SftRecipe(
+    of steps above 1, so the LR at a step does not depend on the run's length); `seed` keys the data
+    order (Levanter's permutation of the packed rows), so a continued run keeps it. The
+    architecture's window is SmolLM2's own (8,192)."""
+    return ShuffledSftRecipe(
         epochs=1.0,
         steps=steps,
         batch_size=p.batch_size,
@@ -248,12 +304,20 @@ def recipe(p: Pilot, steps: int) -> SftRecipe:
         lr_schedule="constant",
         weight_decay=p.weight_decay,
         max_grad_norm=p.max_grad_norm,
-        seed=42,
+        seed=seed,
         seq_len=p.seq_len,
         max_seq_len=8192,
         checkpoint_minutes=10.0,  # a killed run loses at most 10 minutes; each checkpoint is 1.6 GB
         mp=p.sft_mp,
     )
+
+
+def seeded(scale: str, k: int) -> str:
+    """A scale's name in seed k (0-based): `x9-s1` is the first seed's x9."""
+    return f"{scale}-s{k + 1}"
+
+
+CONTROL = "base-control"  # the dequantised base after the smallest scale's steps on unrelated text
 
 
 @dataclass(frozen=True)
@@ -273,7 +337,13 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     """The pilot's step graph and each step's work (constructing it runs nothing)."""
     v, workers = p.version, local_workers(p.workers)
     if "function" not in p.agent_levels:
-        raise ValueError("agent_levels: the function level grades every checkpoint, so it must be one of them")
+        raise ValueError("agent_levels: the function level's grades are the report's process table, so it must be one")
+    if p.scale_steps[0] < 2:  # the run would finish without an HF checkpoint to score
+        raise ValueError(
+            f"scale_steps: at least 2 steps a scale (Levanter exports no HF model after 1), not {p.scale_steps}"
+        )
+    if len(set(p.seeds)) != len(p.seeds) or not p.seeds:
+        raise ValueError(f"seeds: at least one, all distinct, not {p.seeds}")
     # The solving episodes cover every level of the ladder (the corpus manifest counts them per level
     # and bug kind).
     train_tasks = agent.task_suite(purpose="train", n=p.solve_tasks, seed=p.record_seed, level="ladder", version=v)
@@ -302,8 +372,9 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     models: dict[str, Checkpoint | str] = {"base": p.base}
     costs: dict[str, Work] = {}
     training = {}
+    # One tokenized set per arm, shared by the seeds: a seed reorders the same packed sequences.
     for arm in p.arms:
-        data = train.tokenized(
+        training[arm] = train.tokenized(
             subsets=subsets,
             size=p.sft_size,
             arm=arm,
@@ -315,22 +386,44 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
             shard_rows=p.shard_rows,
             version=v,
         )
-        training[arm] = data
-        previous, done = None, 0
-        for name, steps in zip(p.scale_names, p.scale_steps, strict=True):
-            previous = train.checkpoint(
-                tokenized=data,
-                arm=arm,
-                scale=name,
-                recipe=recipe(p, steps),
-                init_from=p.base,
-                continue_from=previous,
-                version=v,
-            )
-            models[f"{arm}-{name}"] = previous
-            costs[f"sft {arm}-{name}"] = Work(sft_tokens=(steps - done) * p.batch_size * p.seq_len)
-            done = steps
-    template = models[f"full-{p.scale_names[0]}"]  # the base is rendered with an SFT checkpoint's template
+    for k, seed in enumerate(p.seeds):
+        for arm in p.arms:
+            previous, done = None, 0
+            for name, steps in zip(p.scale_names, p.scale_steps, strict=True):
+                scale = seeded(name, k)
+                previous = train.checkpoint(
+                    tokenized=training[arm],
+                    arm=arm,
+                    scale=scale,
+                    recipe=recipe(p, steps, seed),
+                    init_from=p.base,
+                    continue_from=previous,
+                    version=v,
+                )
+                models[f"{arm}-{scale}"] = previous
+                costs[f"sft {arm}-{scale}"] = Work(sft_tokens=(steps - done) * p.batch_size * p.seq_len)
+                done = steps
+    # The base control: the dequantised base trained the smallest scale's steps, same recipe, on the
+    # training repos' own files as plain text (every token in the loss), scored on the same rows.
+    first = p.scale_steps[0]
+    plain = train.plain_text(
+        subsets=subsets,
+        size=p.sft_size,
+        tokenizer=p.tokenizer,
+        seq_len=p.seq_len,
+        sequences=first * p.batch_size,
+        version=v,
+    )
+    models[CONTROL] = train.checkpoint(
+        tokenized=plain,
+        arm=CONTROL,
+        scale=seeded(p.scale_names[0], 0),
+        recipe=recipe(p, first, p.seeds[0]),
+        init_from=p.base,
+        version=v,
+    )
+    costs[f"sft {CONTROL}"] = Work(sft_tokens=first * p.batch_size * p.seq_len)
+    template = models[f"full-{seeded(p.scale_names[0], 0)}"]  # the base is rendered with an SFT checkpoint's template
     scores = []
     for name, m in models.items():
         scores.append(
@@ -347,18 +440,12 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
             )
         )
         costs[f"score {name}"] = Work(scored_tokens=p.heldout_n * p.expected_row_tokens)
-    tasks = agent.task_suite(
-        purpose="heldout", n=p.agent_tasks, seed=p.seed, unseen_in=subsets, size=p.sft_size, version=v
-    )
     paired_arms = [arm for arm in ("assistant", "full") if arm in p.arms]
-    graded = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in p.scale_names)]
     ends = sorted({p.scale_names[0], p.scale_names[-1]}, key=p.scale_names.index)
-    on_ladder = ["base", *(f"{arm}-{s}" for arm in paired_arms for s in ends)]
-    grades = []
-    ladder: dict[str, list] = {}
-    # A stated precision other than float32 enters the grades' inputs; float32 keeps the committed run's.
-    in_precision = p.precision != "float32"
-    harness = SampledEpisodesIn(**asdict(p.harness), dtype=p.precision) if in_precision else p.harness
+    # The base is seed-independent: graded once, with the first seed's draws.
+    on_ladder = [("base", 0)] + [
+        (f"{arm}-{seeded(s, k)}", k) for k in range(len(p.seeds)) for arm in paired_arms for s in ends
+    ]
     turns, per_turn = p.harness.max_turns, p.harness.max_tokens_per_turn
     # The prompt grows by a reply and an observation (about 400 tokens) a turn, from about 900.
     prompt = sum(900 + 400 * t for t in range(turns))
@@ -366,36 +453,30 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     work = Work(
         trials=trials, generations=trials * turns, prompt_tokens=trials * prompt, new_tokens=trials * turns * per_turn
     )
-    for name in graded:
-        grades.append(
-            agent.local_grade(
-                model=models[name], model_name=name, tasks=tasks, harness=harness, n_attempts=p.attempts, version=v
-            )
-        )
-        costs[f"agent {name}"] = work
-    for level in (lv for lv in p.agent_levels if lv != "function"):
-        # The same seed and unseen repos give the same bugs as the function level, with other help.
+
+    def harness(k: int) -> SeededEpisodes:
+        return SeededEpisodes(**asdict(p.harness), dtype=p.precision, seed=k)
+
+    grades: list = []
+    ladder: dict[str, list] = {}
+    tasks = None
+    for level in p.agent_levels:
+        # The same seed and unseen repos give the same bugs at every level, with other help.
         suite = agent.task_suite(
-            purpose="heldout",
-            n=p.agent_tasks,
-            seed=p.seed,
-            unseen_in=subsets,
-            size=p.sft_size,
-            level=level,
-            version=v,
+            purpose="heldout", n=p.agent_tasks, seed=p.seed, unseen_in=subsets, size=p.sft_size, level=level, version=v
         )
-        for name in on_ladder:
-            ladder.setdefault(level, []).append(
-                agent.local_grade(
-                    model=models[name],
-                    model_name=name,
-                    tasks=suite,
-                    harness=harness,
-                    n_attempts=p.attempts,
-                    benchmark=f"heldout-{level}-tasks",
-                    version=v,
-                )
+        tasks = suite if level == "function" else tasks
+        for name, k in on_ladder:
+            grade = agent.local_grade(
+                model=models[name],
+                model_name=name,
+                tasks=suite,
+                harness=harness(k),
+                n_attempts=p.attempts,
+                benchmark="heldout-tasks" if level == "function" else f"heldout-{level}-tasks",
+                version=v,
             )
+            (grades if level == "function" else ladder.setdefault(level, [])).append(grade)
             costs[f"agent {name} ({level})"] = work
     sim_rows = heldout(p.sim_heldout_n, p.seed + 1)
     probes = sim.probe_set(n=p.probes, seed=p.seed, unseen_in=subsets, size=p.sft_size, version=v)
@@ -403,12 +484,17 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         purpose="loop", n=p.loop_tasks, seed=p.seed + 1, unseen_in=subsets, size=p.sft_size, version=v
     )
     sims = []
-    largest = p.scale_names[-1]
     decode = DecodingOn(max_new_tokens=p.sim.max_new_tokens, device=p.device)
-    if in_precision:
+    if p.precision != "float32":  # a stated precision enters the grades' inputs; float32 keeps the committed run's
         decode = DecodingIn(max_new_tokens=p.sim.max_new_tokens, device=p.device, dtype=p.precision)
-    for name in ("base", f"full-{largest}", f"user-{largest}"):
-        for source in ({"heldout": sim_rows}, {"probes": probes}, {"tasks": loop_tasks}):
+    new, loop_turns = p.sim.max_new_tokens, 8
+    largest = [(f"{arm}-{seeded(p.scale_names[-1], k)}", k) for k in range(len(p.seeds)) for arm in ("full", "user")]
+    for name, k in [("base", 0), *largest]:
+        # Tiers 1-2 for every one; tier 3 (the solver's loop, half its fixes wrong, so the real
+        # outcomes differ) for the base and the largest (b) of each seed.
+        looped = name == "base" or name.startswith("full-")
+        sources = [{"heldout": sim_rows}, {"probes": probes}, *([{"tasks": loop_tasks}] if looped else [])]
+        for source in sources:
             sims.append(
                 sim.sim_grade(
                     model=models[name],
@@ -420,16 +506,21 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                     **source,
                 )
             )
-        new = p.sim.max_new_tokens
-        loop_turns = 8
-        if name == f"full-{largest}":  # the SFT'd agent itself against its own simulation: outcomes can differ
+        loops = p.loop_tasks * loop_turns if looped else 0
+        costs[f"sim {name}"] = Work(
+            models=len(sources),
+            generations=p.sim_heldout_n + p.probes + loops,
+            prompt_tokens=p.sim_heldout_n * p.expected_row_tokens + p.probes * 800 + loops * 2500,
+            new_tokens=(p.sim_heldout_n + p.probes + loops) * new,
+        )
+        if name.startswith("full-"):  # the SFT'd agent itself against its own simulation: outcomes can differ
             sims.append(
                 sim.sim_grade(
                     model=models[name],
                     model_name=f"{name}-as-agent",
                     decoding=decode,
                     tasks=loop_tasks,
-                    agent=(models[name], p.harness),
+                    agent=(models[name], harness(k)),
                     version=v,
                 )
             )
@@ -440,24 +531,21 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                 prompt_tokens=3 * agent_turns * 2500,
                 new_tokens=agent_turns * (2 * p.harness.max_tokens_per_turn + new),
             )
-        costs[f"sim {name}"] = Work(
-            models=3,
-            generations=p.sim_heldout_n + p.probes + p.loop_tasks * loop_turns,
-            prompt_tokens=p.sim_heldout_n * p.expected_row_tokens + p.probes * 800 + p.loop_tasks * loop_turns * 2500,
-            new_tokens=(p.sim_heldout_n + p.probes + p.loop_tasks * loop_turns) * new,
-        )
+    first_seed = [seeded(s, 0) for s in p.scale_names]
     report = reports.pilot_report(
         scores=scores,
         base="base",
         arms=list(p.arms),
-        scales=list(p.scale_names),
+        scales=first_seed,  # the scale axis per seed: the report's axis is the first seed's (see REMAINS)
         grades=grades,
         sims=sims,
         departures=list(DEPARTURES),
         ladder=ladder,
         version=v,
         training=training,
-        scale_sequences={name: steps * p.batch_size for name, steps in zip(p.scale_names, p.scale_steps, strict=True)},
+        scale_sequences={
+            seeded(n, 0): steps * p.batch_size for n, steps in zip(p.scale_names, p.scale_steps, strict=True)
+        },
     )
     eval_sets = evaluation.eval_sets(heldout=probe_rows, scores=scores, version=v)
     # About 22 commands a trajectory; a generated task costs about 30 sandbox runs to find and check.
@@ -474,6 +562,19 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         eval_sets=eval_sets,
         costs=costs,
     )
+
+
+def budget_note(costs: dict[str, Work], column: Throughput) -> str:
+    """The plan against `BUDGET_H` in plain words, with the shrink order that sized it."""
+    stages = stage_seconds(costs, column)
+    total = sum(stages.values())
+    verdict = (
+        f"within the {BUDGET_H:.0f} h budget"
+        if total <= BUDGET_H * 3600
+        else f"over the {BUDGET_H:.0f} h budget by {hours(total - BUDGET_H * 3600)}: the floors do not fit it "
+        f"on this machine (agent grade {hours(stages.get('agent', 0))}, probe {hours(stages.get('score', 0))})"
+    )
+    return "\n".join([f"estimate {hours(total)} on '{column.name}', {verdict}", "shrink order:", *SHRINK])
 
 
 def preset(argv: list[str]) -> tuple[Pilot, list[str]]:
@@ -496,10 +597,12 @@ if __name__ == "__main__":
         if "--run" not in rest:
             print(cost_table(graph.costs, MACHINES) + "\n")
             print(projection_table(graph.costs, [CPU_QUIET, CPU_BF16], COMMITTED_RUN, "committed f32 run"))
+            column = CPU_BF16 if p.precision == "bfloat16" else CPU_QUIET
             print(
                 "the committed run's wall time, stops included: 8h 16m; this recipe computes in "
-                f"{p.precision} (SFT: {p.sft_mp}), the '{(CPU_BF16 if p.precision == 'bfloat16' else CPU_QUIET).name}' column\n"
+                f"{p.precision} (SFT: {p.sft_mp}), the '{column.name}' column"
             )
+            print(budget_note(graph.costs, column) + "\n")
         return [graph.report, graph.eval_sets]
 
     about = __doc__.split("\n\n")[0] + " --preset cpu|gpu (default cpu): the sizes the flags override."

@@ -454,17 +454,27 @@ def pilot_precision_measured() -> bool:
 
 @cache
 def pilot_projection() -> bool:
-    """The pilot's plan projects 28h 57m in float32 on the quiet figures (21h 08m of it the agent
-    grade) and 28h 51m with bf16's measured ratios, beside the committed run's stages, whose agent
-    grade is not cut by bf16."""
+    """The pilot's plan projects 28h 16m in float32 on the quiet figures (12h 41m of it the agent
+    grade, 6h 33m the probe, over its 12-hour budget) and 26h 23m with bf16's measured ratios,
+    beside the committed run's stages, whose agent grade is not cut by bf16; two seeds, the base
+    control, two ladder levels of 24 tasks with 9 models each."""
     from terminalworld.pipeline.cost import hours, stage_seconds
 
     pilot = _pilot()
-    costs = pilot.build(pilot.Pilot()).costs
+    recipe = pilot.Pilot()
+    costs = pilot.build(recipe).costs
     f32, bf16 = stage_seconds(costs, pilot.CPU_QUIET), stage_seconds(costs, pilot.CPU_BF16)
     before = pilot.COMMITTED_RUN
+    figures = (hours(sum(f32.values())), hours(f32["agent"]), hours(f32["score"]), hours(sum(bf16.values())))
     return (
-        (hours(sum(f32.values())), hours(f32["agent"]), hours(sum(bf16.values()))) == ("28h 57m", "21h 08m", "28h 51m")
+        figures == ("28h 16m", "12h 41m", "6h 33m", "26h 23m")
+        and len(recipe.seeds) == 2
+        and "sft base-control" in costs
+        and len(recipe.agent_levels) == 2
+        and recipe.agent_tasks == 24
+        and all(sum(n.endswith(f"({lv})") for n in costs) == 9 for lv in recipe.agent_levels)
+        and sum(f32.values()) > pilot.BUDGET_H * 3600 == 12 * 3600
+        and recipe.loop_tasks == 12
         and before == {"record": 22 * 60, "sft": 1.9 * 3600, "score": 2.7 * 3600, "agent": 2.0 * 3600, "sim": 18 * 60}
         and sum(bf16.values()) > (8 * 3600 + 16 * 60) / 2
         and bf16["agent"] >= f32["agent"]
@@ -666,9 +676,10 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "design.md",
-        "The plan as it now stands (the task ladder's three levels of 24 tasks, the 8,192-token trained window, 12 "
-        "tier-3 episodes) projects 28 h 57 min in float32 on a quiet machine, 21 h 08 min of it the agent grade, and "
-        "28 h 51 min with every bfloat16 ratio above applied, agreement aside.",
+        "The plan as it now stands (two seeds per arm, the base control, the task ladder's two levels of 24 tasks "
+        "with 9 models each, the 8,192-token trained window, 12 tier-3 episodes) projects 28 h 16 min in float32 on "
+        "a quiet machine, 12 h 41 min of it the agent grade and 6 h 33 min the probe, so its floors exceed the "
+        "12-hour budget, and 26 h 23 min with every bfloat16 ratio above applied, agreement aside.",
         (pilot_projection,),
     ),
     Claim(
@@ -1070,7 +1081,11 @@ def _scores_rows(snapshot: Path, model: str) -> dict[str, dict]:
     """A model's scored rows (skipped ones apart) from a snapshot's gzipped scores file."""
     import gzip
 
-    [path] = snapshot.glob(f"sim-ppl-eval/sim_ppl_{model}/*/*.jsonl.gz")
+    # Snapshots keep the names they ran under: `sim-ppl-eval/sim_ppl_*` before the probe's rename.
+    [path] = [
+        *snapshot.glob(f"probe-eval/probe_{model}/*/*.jsonl.gz"),
+        *snapshot.glob(f"sim-ppl-eval/sim_ppl_{model}/*/*.jsonl.gz"),
+    ]
     rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
     return {r["instance_id"]: r for r in rows if not r.get("_summary") and "skipped" not in r}
 

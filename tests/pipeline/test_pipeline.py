@@ -37,10 +37,7 @@ def test_marin_prefix_remaps_the_same_layout(tmp_path):
 
 def test_scale_names():
     assert [artifacts.scale_name(n) for n in (10_000, 100_000, 1_000_000, 40)] == ["10K", "100K", "1M", "40"]
-    assert (
-        artifacts.heldout(100) == "heldout/sim_ppl_heldout_100"
-        and artifacts.scores_file("base") == "sim_ppl_base.jsonl"
-    )
+    assert artifacts.heldout(100) == "heldout/probe_heldout_100" and artifacts.scores_file("base") == "probe_base.jsonl"
 
 
 def test_phase0_swebench_plan_pins_the_slice_outputs_and_secret_and_starts_nothing(tmp_path):

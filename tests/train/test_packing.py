@@ -179,3 +179,34 @@ def test_tiny_qwen3_trains_on_our_rows_and_exports_hf(levanter_dataset):
     )
     model = AutoModelForCausalLM.from_pretrained(hf)
     assert model.config.model_type == "qwen3" and model.config.num_hidden_layers == 2
+
+
+def test_a_shuffled_recipe_serves_the_same_rows_in_an_order_keyed_by_its_seed(levanter_dataset):
+    """The pilot's seeds: the same packed sequences, each seed's own order, the same order again
+    under the same seed (so a continued run keeps its nested prefixes)."""
+    import haliax as hax
+    import jax
+
+    from terminalworld.train.sft import SftRecipe, ShuffledSftRecipe, levanter_data_config
+
+    packed, _, tokdir, _, tmp = levanter_dataset
+    # Eight sequences told apart by their second token.
+    path = tmp / "eight.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({**packed[0], "input_ids": [packed[0]["input_ids"][0], 1000 + k, *packed[0]["input_ids"][2:]]})
+            + "\n"
+            for k in range(8)
+        )
+    )
+    cfg = levanter_data_config([str(path)], tokdir, str(tmp / "shuffled-cache"), shuffle=True)
+
+    def order(seed: int) -> list[int]:
+        ds = cfg.train_sets(hax.Axis("position", SEQ_LEN), key=jax.random.PRNGKey(seed))["sft"].as_sync_dataset()
+        return [int(np.asarray(ds[i].tokens)[1]) - 1000 for i in range(8)]
+
+    assert sorted(order(1)) == list(range(8)) and order(1) == order(1)
+    assert any(order(s) != order(1) for s in (2, 3, 4))
+    shape = dict(epochs=1.0, batch_size=1, learning_rate=1e-4, warmup=2.0, min_lr_ratio=1.0, weight_decay=0.1)
+    shape |= dict(max_grad_norm=30.0, seed=1, seq_len=SEQ_LEN, max_seq_len=SEQ_LEN)
+    assert ShuffledSftRecipe(**shape).shuffle and not hasattr(SftRecipe(**shape), "shuffle")

@@ -41,6 +41,14 @@ class SampledEpisodesIn(SampledEpisodes):
     dtype: Literal["float32", "bfloat16", "auto"]
 
 
+@dataclass(frozen=True, kw_only=True)
+class SeededEpisodes(SampledEpisodesIn):
+    """Sampled episodes whose attempts draw from `seed` (each attempt's own seed derives from it and
+    the trial's name), so two seeds of a plan sample different attempts; seed 0 is the default draw."""
+
+    seed: int = 0
+
+
 def task_suite(
     *,
     purpose: str,

@@ -38,13 +38,14 @@ SHADOW_LOG = "shadow.jsonl"  # a simulated Harbor trial's commands, simulated an
 
 
 def heldout(n: int) -> str:
-    """The held-out set of n rows."""
-    return f"heldout/sim_ppl_heldout_{n}"
+    """The world-model probe's held-out set of n rows. (Snapshots committed before 2026-12-06 name
+    it `heldout/sim_ppl_heldout_{n}`, and scores `sim-ppl-eval/sim_ppl_{model}`: they record what ran.)"""
+    return f"heldout/probe_heldout_{n}"
 
 
 def heldout_file(n: int) -> str:
     """The rows file inside the held-out artifact of n rows."""
-    return f"sim_ppl_heldout_{n}.jsonl"
+    return f"probe_heldout_{n}.jsonl"
 
 
 def subset_file(size: int) -> str:
@@ -64,12 +65,12 @@ def checkpoint(arm: str, scale: str) -> str:
 
 def scores(model: str) -> str:
     """The world-model probe's scores of one model."""
-    return f"sim-ppl-eval/sim_ppl_{model}"
+    return f"probe-eval/probe_{model}"
 
 
 def scores_file(model: str) -> str:
     """The scores file inside a scores artifact."""
-    return f"sim_ppl_{model}.jsonl"
+    return f"probe_{model}.jsonl"
 
 
 def tasks(purpose: str) -> str:

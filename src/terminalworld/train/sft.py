@@ -105,6 +105,17 @@ class SftRecipe:
 
 
 @dataclass(frozen=True)
+class ShuffledSftRecipe(SftRecipe):
+    """A recipe whose packed rows Levanter serves in a full permutation keyed by `seed`: runs that
+    differ only in `seed` see the same sequences in different orders (the pilot's seeds), and a run
+    continued to more steps keeps its order, so its checkpoints stay nested prefixes of one order.
+    A subclass rather than a field of `SftRecipe`, so that recipes already built keep their
+    fingerprints."""
+
+    shuffle: bool = True
+
+
+@dataclass(frozen=True)
 class SftConfig:
     """One Levanter run: packed rows, the training tokenizer, where checkpoints and exports go."""
 
@@ -120,8 +131,9 @@ class SftConfig:
     run_id: str = "sft"  # names the checkpoint and export folders, so a rerun resumes the same run
 
 
-def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str):
-    """Levanter data over our packed rows, read as prebuilt rows with their loss weights."""
+def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str, shuffle: bool = False):
+    """Levanter data over our packed rows, read as prebuilt rows with their loss weights; with
+    `shuffle`, in a full permutation keyed by the trainer's seed (`ShuffledSftRecipe`)."""
     from levanter.data.text.datasets import DatasetComponent, LmDataConfig, UrlDatasetSourceConfig
     from levanter.data.text.formats import PrebuiltLmDatasetFormat
 
@@ -130,8 +142,8 @@ def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str):
         format=PrebuiltLmDatasetFormat(loss_weights_key="loss_weights"),
         split="train",
     )
-    # Rows are already packed and in order; Levanter's shuffle would only reorder whole rows.
-    return LmDataConfig(tokenizer=tokenizer, cache_dir=cache_dir, shuffle=False, components={"sft": component})
+    # Rows are already packed and in order; Levanter's shuffle reorders whole rows only.
+    return LmDataConfig(tokenizer=tokenizer, cache_dir=cache_dir, shuffle=shuffle, components={"sft": component})
 
 
 def train_lm_config(cfg: SftConfig):
@@ -191,7 +203,7 @@ def train_lm_config(cfg: SftConfig):
         max_grad_norm=r.max_grad_norm,
     )
     return TrainLmConfig(
-        data=levanter_data_config(cfg.rows, cfg.tokenizer, cfg.cache_dir),
+        data=levanter_data_config(cfg.rows, cfg.tokenizer, cfg.cache_dir, shuffle=getattr(r, "shuffle", False)),
         trainer=trainer,
         model=model,
         train_seq_len=r.seq_len,

@@ -20,6 +20,7 @@ from terminalworld.pipeline.step import (
 from terminalworld.pipeline.zephyr import Workers
 from terminalworld.train.checkpoint import CheckpointConfig, train_checkpoint
 from terminalworld.train.echo.miniature import EchoArmConfig, EchoRecipe, run_arm
+from terminalworld.train.plain_text import PlainTextJob, write_plain_text
 from terminalworld.train.sft import SftRecipe
 from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
 from terminalworld.train.skyrl.launch import GrpoConfig, run_grpo
@@ -60,6 +61,26 @@ def tokenized(
     )
     step = config_step(
         artifacts.tokenized(arm, scale), run_tokenize, config, version=version, deps=[subsets], resources=resources
+    )
+    return Tokenized(step)
+
+
+def plain_text(*, subsets: Subsets, size: int, tokenizer: str, seq_len: int, sequences: int, version: str) -> Tokenized:
+    """`sequences` packed rows of plain text, every token trained: the source files of the repos in
+    the subset of `size` (a control's unrelated text, `train.plain_text`)."""
+    config = lambda ctx: PlainTextJob(  # noqa: E731
+        trajectories=[subsets.at(ctx, artifacts.subset_file(size))],
+        out=ctx.output_path,
+        tokenizer=tokenizer,
+        seq_len=seq_len,
+        sequences=sequences,
+    )
+    step = config_step(
+        artifacts.tokenized("plain-text", f"{sequences}x{seq_len}"),
+        write_plain_text,
+        config,
+        version=version,
+        deps=[subsets],
     )
     return Tokenized(step)
 
