@@ -2,17 +2,15 @@
 
 import pytest
 
-from terminalworld.cli import build_parser, main
+from terminalworld.cli import commands, main
 from terminalworld.corpus.recorder import RecordConfig
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig
 from terminalworld.eval.scoring import ScoreConfig
-from terminalworld.options import from_args
 from terminalworld.train.render_rows import RenderConfig
 
 
 def parse(*argv):
-    args = build_parser().parse_args(list(argv))
-    return from_args(args.config, args)
+    return commands().parse(list(argv))[0]
 
 
 def test_flags_keep_their_spellings_and_defaults():
