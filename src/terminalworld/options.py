@@ -361,11 +361,29 @@ def parse[T](
     """The config of `argv`, parsed by draccus: `default` (or the class's defaults), then the file
     of `--config_path`, then the flags. A bad flag, value or file, or a required field left out,
     prints one line (`error: PROG: ...`) and exits with status 2; `--help` lists the flags."""
+    return parse_pair(cls, None, argv, prog, default=default, description=description)[0]
+
+
+def parse_pair[T, E](
+    cls: type[T],
+    extra: type[E] | None,
+    argv: Sequence[str],
+    prog: str | None = None,
+    *,
+    default: T | None = None,
+    description: str | None = None,
+) -> tuple[T, E | None]:
+    """`parse`, with the flags of a second config class `extra` (say, what to do with the first:
+    an experiment's `--run`) taken from the same command line; its fields come first in `--help`."""
     import draccus
     from draccus import cfgparsing, utils
     from draccus.argparsing import ArgumentParser
     from draccus.wrappers import DataclassWrapper
     from draccus.wrappers.suppressing_argparse import SuppressingArgumentParser
+
+    extra_names = {f.name for f in dataclasses.fields(extra)} if extra is not None else set()
+    if clash := extra_names & {f.name for f in dataclasses.fields(cls)}:
+        raise TypeError(f"{cls.__name__} and {extra.__name__} both have {sorted(clash)}")
 
     class OneLine(SuppressingArgumentParser):
         def error(self, message: str) -> typing.NoReturn:
@@ -377,26 +395,19 @@ def parse[T](
 
     class Parser(ArgumentParser):
         def _set_dataclass(self, dataclass: Any, default: Any = None, dataclass_wrapper_class: Any = None) -> None:
+            if extra is not None and dataclass is cls:
+                super()._set_dataclass(extra, None, Fields)
             super()._set_dataclass(dataclass, default, Fields)
 
-        def _postprocessing(self, parsed_args: argparse.Namespace) -> T:
+        def _postprocessing(self, parsed_args: argparse.Namespace) -> tuple[T, E | None]:
             """draccus's layering and decoding, with declared values taken as given."""
             values = {
                 k: v.value if isinstance(v, Given) else cfgparsing.parse_string(v) for k, v in vars(parsed_args).items()
             }
+            chosen = {k: values.pop(k) for k in list(values) if k in extra_names}
             layers = draccus.encode(default) if default is not None else {}
             if (path := values.pop(utils.CONFIG_ARG, None)) is not None:
-                try:
-                    with open(path, encoding="utf-8") as f:
-                        given = cfgparsing.load_config(f, file=path)
-                except (OSError, utils.DraccusException) as e:
-                    cause = e.__cause__ or e
-                    self.parser.error(f"--{utils.CONFIG_ARG} {path}: {type(cause).__name__}: {cause}")
-                if not isinstance(given, dict):
-                    self.parser.error(
-                        f"--{utils.CONFIG_ARG} {path}: a mapping of the config's fields, not {type(given).__name__}"
-                    )
-                layers = _merged(layers, given)
+                layers = _merged(layers, self._file(path))
             layers = _merged(layers, utils.deflatten(values, sep="."))
             missing = [
                 f.name.upper() if f.metadata.get("positional") else flag_of(f)
@@ -406,9 +417,23 @@ def parse[T](
             if missing:
                 self.parser.error("the following arguments are required: " + ", ".join(missing))
             try:
-                return draccus.decode(cls, layers)
+                return draccus.decode(cls, layers), draccus.decode(extra, chosen) if extra is not None else None
             except utils.DraccusException as e:
                 self.parser.error(str(e))
+
+        def _file(self, path: str) -> dict[str, Any]:
+            """The mapping in the YAML (JSON, TOML) file of `--config_path`."""
+            try:
+                with open(path, encoding="utf-8") as f:
+                    given = cfgparsing.load_config(f, file=path)
+            except (OSError, utils.DraccusException) as e:
+                cause = e.__cause__ or e
+                self.parser.error(f"--{utils.CONFIG_ARG} {path}: {type(cause).__name__}: {cause}")
+            if not isinstance(given, dict):
+                self.parser.error(
+                    f"--{utils.CONFIG_ARG} {path}: a mapping of the config's fields, not {type(given).__name__}"
+                )
+            return given
 
     parser = Parser(cls, prog=prog, description=description)
     parser.parser.__class__ = OneLine  # draccus builds its argparse parser itself; its errors become one line
