@@ -295,9 +295,9 @@ def _add_declared(group: Any, child: Any, top_level: bool) -> None:
     tp, _ = _unwrap_optional(child.type)
     default = _default_of(f)
     shown = argparse.SUPPRESS if default is dataclasses.MISSING or default in (None, False, []) else default
-    help_ = meta.get("help") or ""
+    help_ = meta.get("help") or ("(default: %(default)s)" if shown is not argparse.SUPPRESS else "")
     if default is dataclasses.MISSING:
-        help_ += " (required)"
+        help_ = f"{help_} (required)".strip()
     common: dict[str, Any] = {"action": _Declared, "help": help_, "convert": _converter(tp, meta), "default": shown}
     if meta.get("positional"):
         group.add_argument(child.dest, nargs="+", kind="positional", metavar=f"{f.name.upper()} ...", **common)
