@@ -370,11 +370,12 @@ def parse_pair[T, E](
     argv: Sequence[str],
     prog: str | None = None,
     *,
-    default: T | None = None,
+    default: T | Callable[[E], T] | None = None,
     description: str | None = None,
 ) -> tuple[T, E | None]:
     """`parse`, with the flags of a second config class `extra` (say, what to do with the first:
-    an experiment's `--run`) taken from the same command line; its fields come first in `--help`."""
+    an experiment's `--run`) taken from the same command line; its fields come first in `--help`.
+    `default` may be a function of the `extra` config (say, the preset it names)."""
     import draccus
     from draccus import cfgparsing, utils
     from draccus.argparsing import ArgumentParser
@@ -405,7 +406,12 @@ def parse_pair[T, E](
                 k: v.value if isinstance(v, Given) else cfgparsing.parse_string(v) for k, v in vars(parsed_args).items()
             }
             chosen = {k: values.pop(k) for k in list(values) if k in extra_names}
-            layers = draccus.encode(default) if default is not None else {}
+            try:
+                second = draccus.decode(extra, chosen) if extra is not None else None
+            except utils.DraccusException as e:
+                self.parser.error(str(e))
+            first = default(second) if callable(default) else default
+            layers = draccus.encode(first) if first is not None else {}
             if (path := values.pop(utils.CONFIG_ARG, None)) is not None:
                 layers = _merged(layers, self._file(path))
             layers = _merged(layers, utils.deflatten(values, sep="."))
@@ -417,7 +423,7 @@ def parse_pair[T, E](
             if missing:
                 self.parser.error("the following arguments are required: " + ", ".join(missing))
             try:
-                return draccus.decode(cls, layers), draccus.decode(extra, chosen) if extra is not None else None
+                return draccus.decode(cls, layers), second
             except utils.DraccusException as e:
                 self.parser.error(str(e))
 

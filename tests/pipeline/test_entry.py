@@ -151,6 +151,23 @@ def test_bad_recipe_flags_exit_with_usage(tmp_path, capsys):
         assert "error" in capsys.readouterr().err
 
 
+def test_a_preset_named_on_the_command_line_is_the_first_layer(capsys):
+    presets = {"small": _Recipe(), "big": _Recipe(size=99)}
+    seen = []
+
+    def targets(r):
+        seen.append(r)
+        return []
+
+    assert main(targets, "x", ["--preset", "big", "--rate", "0.5"], recipe=_Recipe, presets=presets) == 0
+    assert main(targets, "x", ["--rate", "0.5"], recipe=_Recipe, presets=presets) == 0
+    assert [(r.size, r.rate) for r in seen] == [(99, 0.5), (10, 0.5)]
+    with pytest.raises(SystemExit) as e:
+        main(targets, "x", ["--preset", "huge"], recipe=_Recipe, presets=presets)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "argument --preset: invalid choice: 'huge'" in err
+
+
 def test_the_demo_plan_reflects_an_override(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
     demo = load_experiment("local_demo")
@@ -185,8 +202,7 @@ def test_the_pilot_recipe_takes_nested_flags_and_its_gpu_preset_has_its_own_vers
     turns = parse_recipe(pilot.Pilot, ["--harness.max_turns", "8"])
     assert turns.harness == replace(cpu.harness, max_turns=8) and turns.version != cpu.version
     assert re.fullmatch(r"2026\.12\.05\.\d{8}", turns.version)
-    chosen, rest = pilot.preset(["--preset", "gpu", "--harness.max_turns", "8"])
-    assert chosen == pilot.PRESETS["gpu"] and rest == ["--harness.max_turns", "8"]
+    chosen, rest = pilot.PRESETS["gpu"], ["--harness.max_turns", "8"]
     gpu = parse_recipe(pilot.Pilot, [], default=chosen)
     assert replace(gpu, version=chosen.version) == chosen  # the preset is the first layer
     assert gpu.version not in (cpu.version, turns.version) and re.fullmatch(r"2026\.12\.05\.\d{8}", gpu.version)

@@ -29,8 +29,8 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 from terminalworld.core import scratch
 from terminalworld.errors import StepFailed, TerminalworldError
@@ -162,6 +162,14 @@ class Launch:
     local: bool = option(False, help="run accelerator steps on this machine anyway")
 
 
+def _with_presets(names: Sequence[str]) -> type[Launch]:
+    """`Launch` with `--preset`, one of `names` (the first by default)."""
+    preset = option(names[0], help="the named sizes the recipe's flags override")
+    return dataclasses.make_dataclass(
+        "Launch", [("preset", Literal[tuple(names)], preset)], bases=(Launch,), frozen=True
+    )
+
+
 def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = None, *, default: R | None = None) -> R:
     """The recipe of `argv`, parsed as every config is (`options.parse`: draccus) and versioned by
     `versioned`: `default` (a preset; without one, the class's default instance, so nested recipes
@@ -178,18 +186,21 @@ def main[R](
     *,
     recipe: type[R] | None = None,
     default: R | None = None,
+    presets: Mapping[str, R] | None = None,
 ) -> int:
     """Print the plan, or with `--run` build it; returns the exit status (2 for an expected
     failure, printed in one line). With `recipe`, `targets` is a function of the recipe parsed from
-    the remaining flags on top of `default` (`parse_recipe`), and the plan starts with the fields
-    that differ from the class's defaults."""
+    the same command line on top of `default` (`parse_recipe`), or of the one of `presets` that
+    `--preset` names (the first by default), and the plan starts with the fields that differ from
+    the class's defaults."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if recipe is None:
         args = parse(Launch, argv, description=description)
     else:
-        parsed, args = parse_pair(
-            recipe, Launch, argv, default=recipe() if default is None else default, description=description
-        )
+        first = recipe() if default is None else default
+        launch = Launch if presets is None else _with_presets(list(presets))
+        layer = first if presets is None else (lambda chosen: presets[chosen.preset])
+        parsed, args = parse_pair(recipe, launch, argv, default=layer, description=description)
         parsed = versioned(parsed, recipe())
         changed = overrides(parsed, recipe())
         if changed and not args.run:
