@@ -179,6 +179,25 @@ def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = Non
     return versioned(parse(recipe, argv, prog, default=recipe() if default is None else default), recipe())
 
 
+def parse_command_line[R](
+    argv: Sequence[str],
+    description: str,
+    *,
+    recipe: type[R] | None = None,
+    default: R | None = None,
+    presets: Mapping[str, R] | None = None,
+) -> tuple[Launch, R | None]:
+    """An experiment's command line: its `Launch` flags and, with `recipe`, the recipe (versioned)
+    on top of `default`, or of the one of `presets` that `--preset` names (the first by default)."""
+    if recipe is None:
+        return parse(Launch, argv, description=description), None
+    first = recipe() if default is None else default
+    launch = Launch if presets is None else _with_presets(list(presets))
+    layer = first if presets is None else (lambda chosen: presets[chosen.preset])
+    parsed, args = parse_pair(recipe, launch, argv, default=layer, description=description)
+    return args, versioned(parsed, recipe())
+
+
 def main[R](
     targets: Sequence[Any] | Callable[[R], Sequence[Any]],
     description: str,
@@ -193,15 +212,10 @@ def main[R](
     the same command line on top of `default` (`parse_recipe`), or of the one of `presets` that
     `--preset` names (the first by default), and the plan starts with the fields that differ from
     the class's defaults."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if recipe is None:
-        args = parse(Launch, argv, description=description)
-    else:
-        first = recipe() if default is None else default
-        launch = Launch if presets is None else _with_presets(list(presets))
-        layer = first if presets is None else (lambda chosen: presets[chosen.preset])
-        parsed, args = parse_pair(recipe, launch, argv, default=layer, description=description)
-        parsed = versioned(parsed, recipe())
+    args, parsed = parse_command_line(
+        sys.argv[1:] if argv is None else argv, description, recipe=recipe, default=default, presets=presets
+    )
+    if recipe is not None:
         changed = overrides(parsed, recipe())
         if changed and not args.run:
             print(f"recipe {recipe.__name__}, overridden: " + "; ".join(changed))
