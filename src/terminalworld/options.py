@@ -1,24 +1,9 @@
-"""The one config system: every command and every experiment recipe is a config dataclass parsed
-by draccus (as Marin and Levanter parse theirs), with the extensions the commands need.
-
-A field declared with `option(...)` becomes one flag: `--field-name` unless `flag=` names another
-spelling (`--in`, `--timeout`), with `aliases`, typed from its annotation (`int`, `float`, `str`,
-`bool` as a switch, `Literal[...]` as choices, `list[str]` as a repeatable flag whose values may
-also be comma-separated, or `positional=True` for the command's words), required when the field
-has no default. Every command also reads `--config_path FILE.yaml`, which its flags override.
-The library's functions take the dataclass; the CLI, the scripts and the recipes only parse into it.
-
-What a field accepts is declared beside it and checked as the flag is parsed, so a bad value is one line
-naming the flag, with exit status 2, before any work starts:
-
-- numbers parse strictly (`int` refuses `1e3` and `3.5`; `float` refuses `nan` and `inf`), and
-  every numeric field states its bound: `minimum` (inclusive) or `above` (exclusive);
-- `check` converts and validates one value (`int_list`, `readable_file`, `chat_template_file`,
-  `loadable_tokenizer`), raising `ValueError` or `TerminalworldError` with the reason;
-- `path` says which fields are inputs (`"input"`, globs; `"named-input"`, NAME=PATH) and which are
-  outputs (`"output-file"`, `"output-dir"`, with `companions` written beside a file), so that
-  `check_paths` can refuse an output that would overwrite, or later be read as, an input
-  (`core.paths.check_outputs`).
+"""The one config system: every command line (each `terminalworld` subcommand, each experiment and
+its recipe) is a config dataclass parsed by draccus, as Marin and Levanter parse theirs, with what
+draccus lacks added here (docs/design.md, "One config system"): a field declared with `option(...)`
+gets its spelling and aliases, positional words, repeatable lists, switches, strict numbers within
+its bounds, choices, checks, and input and output roles (`check_paths`), each bad value refused in
+one line naming the flag before any work starts; `Commands` adds subcommands.
 """
 
 from __future__ import annotations
@@ -35,7 +20,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from terminalworld.errors import InputError, TerminalworldError
+from terminalworld.errors import TerminalworldError
 
 PathRole = Literal["input", "named-input", "output-file", "output-dir"]
 
@@ -57,10 +42,13 @@ def option(
 ) -> Any:
     """A dataclass field that carries its command-line spelling, help and what it accepts.
 
-    A list default is copied per instance; `cli=False` keeps a field off the command line;
-    `positional=True` makes a `list[str]` field the command's positional arguments. `minimum` /
-    `above` bound a number; `check` converts and validates each value; `path` and `companions`
-    declare the field as an input or an output (see the module docstring).
+    The flag is `--field-name` unless `flag` names another spelling (`--in`), plus `aliases`; a
+    `bool` is a switch, a `Literal` a choice, a `list[str]` a repeatable flag whose values may be
+    comma-separated, or with `positional=True` the command's words; no default: required. A list
+    default is copied per instance; `cli=False` keeps a field off the command line. Numbers parse
+    strictly within `minimum` (inclusive) or `above`; `check` converts and validates each value.
+    `path` says the field is an input (`"input"`, globs; `"named-input"`, NAME=PATH) or an output
+    (`"output-file"` with `companions` written beside it, `"output-dir"`), for `check_paths`.
     """
     metadata = {
         "flag": flag,
@@ -210,40 +198,12 @@ def check_paths(cfg: Any) -> None:
         check_outputs(outputs, inputs)
 
 
-def named_files(pairs: list[str], flag: str, what: str) -> list[tuple[str, str]]:
-    """`NAME=PATH` flag values as (name, path); raises `InputError` naming `flag` and `what` the path
-    should be when a value is not of that form or its file does not exist."""
-    out = []
-    for pair in pairs:
-        name, sep, path = pair.partition("=")
-        if not sep or not name:
-            raise InputError(f"{flag} {pair}: expected NAME=PATH to {what}")
-        if not os.path.isfile(path):
-            raise InputError(f"{flag} {pair}: {path} is not a file (expected NAME=PATH to {what})")
-        out.append((name, path))
-    return out
-
-
-# --- Parsing: draccus, with what the commands need that it lacks ------------------------------
-#
-# draccus parses a config class as Marin and Levanter do: argparse collects each flag's text,
-# `--config_path FILE` reads YAML (or JSON, TOML), the flags override it (nested fields dotted),
-# and `draccus.decode` builds the typed config. A field declared with `option(...)` adds, on top:
-# its spelling (`--field-name`, or `flag=`, plus `aliases`; draccus's `--field_name` still
-# parses), a positional list, repeatable and comma-separated lists, a bool as a switch, strict
-# numbers within their bounds, `Literal` choices and `check`s, each refused in one line naming the
-# flag before any work. Undeclared fields (the experiments' recipes) parse exactly as draccus
-# parses them. `Commands` adds subcommands.
-
-
+@dataclasses.dataclass(frozen=True)
 class Given:
     """A value already converted and checked by its flag's action, so it is not read again as YAML
     (draccus reads each flag's text as YAML: `yes` would become True, `010` eight)."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    value: Any
 
 
 def _converter(tp: Any, meta: Mapping[str, Any]) -> Callable[[str], Any]:
@@ -294,8 +254,12 @@ def _add_declared(group: Any, child: Any, top_level: bool) -> None:
     f, meta = child.field, child.field.metadata
     tp, _ = _unwrap_optional(child.type)
     default = _default_of(f)
-    shown = argparse.SUPPRESS if default is dataclasses.MISSING or default in (None, False, []) else default
-    help_ = meta.get("help") or ("(default: %(default)s)" if shown is not argparse.SUPPRESS else "")
+    quiet = default is dataclasses.MISSING or default is None or default is False or default == []
+    shown, help_ = (
+        (argparse.SUPPRESS, meta.get("help") or "")
+        if quiet
+        else (default, meta.get("help") or "(default: %(default)s)")
+    )
     if default is dataclasses.MISSING:
         help_ = f"{help_} (required)".strip()
     common: dict[str, Any] = {"action": _Declared, "help": help_, "convert": _converter(tp, meta), "default": shown}
@@ -321,9 +285,7 @@ def _add_declared(group: Any, child: Any, top_level: bool) -> None:
 
 
 def _default_of(f: dataclasses.Field) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
 def _register(wrapper: Any, parser: Any) -> None:
@@ -383,8 +345,7 @@ def parse_pair[T, E](
     from draccus.wrappers.suppressing_argparse import SuppressingArgumentParser
 
     extra_names = {f.name for f in dataclasses.fields(extra)} if extra is not None else set()
-    if clash := extra_names & {f.name for f in dataclasses.fields(cls)}:
-        raise TypeError(f"{cls.__name__} and {extra.__name__} both have {sorted(clash)}")
+    assert not extra_names & {f.name for f in dataclasses.fields(cls)}, "the two configs share a field"
 
     class OneLine(SuppressingArgumentParser):
         def error(self, message: str) -> typing.NoReturn:
@@ -406,10 +367,7 @@ def parse_pair[T, E](
                 k: v.value if isinstance(v, Given) else cfgparsing.parse_string(v) for k, v in vars(parsed_args).items()
             }
             chosen = {k: values.pop(k) for k in list(values) if k in extra_names}
-            try:
-                second = draccus.decode(extra, chosen) if extra is not None else None
-            except utils.DraccusException as e:
-                self.parser.error(str(e))
+            second = self._decoded(extra, chosen) if extra is not None else None
             first = default(second) if callable(default) else default
             layers = draccus.encode(first) if first is not None else {}
             if (path := values.pop(utils.CONFIG_ARG, None)) is not None:
@@ -422,8 +380,11 @@ def parse_pair[T, E](
             ]
             if missing:
                 self.parser.error("the following arguments are required: " + ", ".join(missing))
+            return self._decoded(cls, layers), second
+
+        def _decoded(self, config: type, layers: dict[str, Any]) -> Any:
             try:
-                return draccus.decode(cls, layers), second
+                return draccus.decode(config, layers)
             except utils.DraccusException as e:
                 self.parser.error(str(e))
 
@@ -461,10 +422,8 @@ class Commands:
     def help(self, words: Sequence[str] = ()) -> str:
         """The commands under `words` (all of them for none), one a line with its help."""
         rows = [(" ".join(w), h) for w, h, _, _ in self.commands if tuple(w[: len(words)]) == tuple(words)]
-        width = max(len(name) for name, _ in rows)
-        listed = "\n".join(f"  {name.ljust(width)}  {h}" for name, h in rows)
-        head = " ".join([self.prog, *words])
-        return f"usage: {head} COMMAND [--FLAG VALUE ...]\n\n{self.description}\n\ncommands:\n{listed}\n"
+        listed = "".join(f"  {name.ljust(max(len(n) for n, _ in rows))}  {h}\n" for name, h in rows)
+        return f"usage: {' '.join([self.prog, *words])} COMMAND [--FLAG VALUE ...]\n\n{self.description}\n\ncommands:\n{listed}"
 
     def parse(self, argv: Sequence[str]) -> tuple[Any, Callable]:
         """(the config, the function) that `argv` names; exits 0 after help and 2 on bad input."""
