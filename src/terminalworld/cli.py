@@ -2,8 +2,7 @@
 
 Every subcommand parses its flags into one config dataclass with draccus (flags, their bounds and
 checks, and which of them are inputs and outputs are declared on the dataclass, see
-`terminalworld.options`),
-checks its output paths against its inputs, and calls one library function. Expected failures
+`terminalworld.options`), checks its output paths against its inputs, and calls one library function. Expected failures
 (`TerminalworldError`: bad inputs, too few trajectories, a missing sandbox) and bad flag values
 print one line and exit with status 2; anything else is a bug and keeps its traceback.
 """
