@@ -51,7 +51,6 @@ and the report counts the trajectories split, the real tokens and loss tokens of
 listed in `DEPARTURES` and printed in the report beside the numbers.
 """
 
-import argparse
 import os
 import sys
 from dataclasses import asdict, dataclass, field
@@ -577,24 +576,14 @@ def budget_note(costs: dict[str, Work], column: Throughput) -> str:
     return "\n".join([f"estimate {hours(total)} on '{column.name}', {verdict}", "shrink order:", *SHRINK])
 
 
-def preset(argv: list[str]) -> tuple[Pilot, list[str]]:
-    """The preset named by `--preset` (default cpu) and the remaining arguments."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
-    args, rest = parser.parse_known_args(argv)
-    return PRESETS[args.preset], rest
-
-
 if __name__ == "__main__":
     os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
     os.environ.setdefault("WANDB_MODE", "offline")
     from terminalworld.pipeline.entry import main
 
-    chosen, rest = preset(sys.argv[1:])
-
     def targets(p: Pilot) -> list:
         graph = build(p)
-        if "--run" not in rest:
+        if "--run" not in sys.argv[1:]:
             print(cost_table(graph.costs, MACHINES) + "\n")
             print(projection_table(graph.costs, [CPU_QUIET, CPU_BF16], COMMITTED_RUN, "committed f32 run"))
             column = CPU_BF16 if p.precision == "bfloat16" else CPU_QUIET
@@ -605,5 +594,4 @@ if __name__ == "__main__":
             print(budget_note(graph.costs, column) + "\n")
         return [graph.report, graph.eval_sets]
 
-    about = __doc__.split("\n\n")[0] + " --preset cpu|gpu (default cpu): the sizes the flags override."
-    sys.exit(main(targets, about, rest, recipe=Pilot, default=chosen))
+    sys.exit(main(targets, __doc__.split("\n\n")[0], recipe=Pilot, presets=PRESETS))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from terminalworld.cli import _commands, build_parser, main
+from terminalworld.cli import _commands, commands, main
 from terminalworld.options import bound_problem, flag_of, numeric_fields
 from tests.core.test_records import broken_files, jsonl
 from tests.paths import REPO_ROOT
@@ -383,8 +383,8 @@ def test_broken_results_files_are_one_line_and_never_written_as_non_json(data, c
 
 def test_every_numeric_flag_of_every_command_states_and_enforces_its_bounds(capsys):
     """Each command's config declares a bound for every numeric flag; 0, -1 and a non-number are
-    refused by argparse in one line naming the flag exactly when the bound says so."""
-    parser = build_parser()
+    refused by the parser in one line naming the flag exactly when the bound says so."""
+    parser = commands()
     checked = 0
     for words, _, cls, _ in _commands():
         for f in numeric_fields(cls):
@@ -393,7 +393,7 @@ def test_every_numeric_flag_of_every_command_states_and_enforces_its_bounds(caps
             flag = flag_of(f)
             for value in ("0", "-1", "x", "1e3" if f.type in ("int", "int | None") else "inf"):
                 with pytest.raises(SystemExit) as e:
-                    parser.parse_args([*words, flag, value])  # other required flags are missing on purpose
+                    parser.parse([*words, flag, value])  # other required flags are missing on purpose
                 lines = message_lines(capsys.readouterr().err)
                 assert e.value.code == 2 and len(lines) == 1, lines
                 numeric = re.fullmatch(r"-?\d+", value)

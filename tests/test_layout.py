@@ -348,3 +348,20 @@ def test_the_signal_check_sees_the_cleanup_once_asked_for():
     code += "print(signal.getsignal(signal.SIGTERM) is scratch._on_signal)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "True"
+
+
+def test_one_parse_path():
+    """Every command line of the package, its experiments and scripts goes through
+    `options.parse` (draccus): no other module builds an argparse parser or a Click command."""
+    root = SRC.parents[1]
+    files = [*SRC.rglob("*.py"), *(root / "experiments").glob("*.py"), *(root / "scripts").glob("*.py")]
+    others = []
+    for path in files:
+        if path == SRC / "options.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import | ast.ImportFrom) else []
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            if {"argparse", "click"} & {*names, module} or (module or "").startswith("click"):
+                others.append(str(path.relative_to(root)))
+    assert len(files) > 50 and others == []

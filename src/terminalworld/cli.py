@@ -1,15 +1,14 @@
 """The `terminalworld` command.
 
-Every subcommand parses its flags into one config dataclass (flags, their bounds and checks, and
-which of them are inputs and outputs are declared on the dataclass, see `terminalworld.options`),
-checks its output paths against its inputs, and calls one library function. Expected failures
+Every subcommand parses its flags into one config dataclass with draccus (flags, their bounds and
+checks, and which of them are inputs and outputs are declared on the dataclass, see
+`terminalworld.options`), checks its output paths against its inputs, and calls one library function. Expected failures
 (`TerminalworldError`: bad inputs, too few trajectories, a missing sandbox) and bad flag values
 print one line and exit with status 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -18,7 +17,7 @@ from typing import Any
 from terminalworld.core import scratch
 from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import TerminalworldError
-from terminalworld.options import OneLineParser, add_options, check_paths, from_args
+from terminalworld.options import Commands, check_paths
 
 # Long lists that the printed result of a command leaves to its manifest file.
 _NOT_PRINTED = ("bad_lines", "train_bad_lines", "shards", "code_trees", "skipped")
@@ -86,26 +85,16 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def commands() -> Commands:
     """The whole command tree."""
-    parser = OneLineParser(prog="terminalworld", description=__doc__.split("\n\n")[0])
-    groups: dict[tuple[str, ...], Any] = {(): parser.add_subparsers(dest="command", required=True)}
-    for words, help_, cls, fn in _commands():
-        for depth in range(1, len(words)):
-            if words[:depth] not in groups:
-                group = groups[words[: depth - 1]].add_parser(words[depth - 1], help=f"{words[depth - 1]} commands")
-                groups[words[:depth]] = group.add_subparsers(dest=f"sub{depth}", required=True)
-        sub = groups[words[:-1]].add_parser(words[-1], help=help_, description=help_)
-        add_options(sub, cls)
-        sub.set_defaults(config=cls, fn=fn)
-    return parser
+    return Commands("terminalworld", __doc__.split("\n\n")[0], _commands())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv` (default: the process's) and run the command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    cfg, fn = commands().parse(sys.argv[1:] if argv is None else argv)
     scratch.install_cleanup()  # commands run sandboxes and copies: end them at SIGTERM/SIGHUP too
-    return run_cli(lambda: _run(args.fn, from_args(args.config, args)))
+    return run_cli(lambda: _run(fn, cfg))
 
 
 def _run(fn: Callable[[Any], object], cfg: Any) -> object:

@@ -2,6 +2,8 @@
 refused off the cluster, a failing step ends in one line naming its log, and a recipe is parsed
 with draccus, an overridden one getting its own version."""
 
+import contextlib
+import io
 import os
 import re
 import subprocess
@@ -12,10 +14,12 @@ from pathlib import Path
 import pytest
 from fray.types import ResourceConfig
 
-from terminalworld.pipeline.entry import main, overrides, parse_recipe, plan
+from terminalworld.pipeline.entry import main, overrides, parse_command_line, parse_recipe, plan
 from terminalworld.pipeline.step import FAILURE_LOG, Built, config_step, describe_resources
 from tests.conftest import load_experiment
 from tests.paths import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
 
 
 @dataclass(frozen=True)
@@ -151,6 +155,23 @@ def test_bad_recipe_flags_exit_with_usage(tmp_path, capsys):
         assert "error" in capsys.readouterr().err
 
 
+def test_a_preset_named_on_the_command_line_is_the_first_layer(capsys):
+    presets = {"small": _Recipe(), "big": _Recipe(size=99)}
+    seen = []
+
+    def targets(r):
+        seen.append(r)
+        return []
+
+    assert main(targets, "x", ["--preset", "big", "--rate", "0.5"], recipe=_Recipe, presets=presets) == 0
+    assert main(targets, "x", ["--rate", "0.5"], recipe=_Recipe, presets=presets) == 0
+    assert [(r.size, r.rate) for r in seen] == [(99, 0.5), (10, 0.5)]
+    with pytest.raises(SystemExit) as e:
+        main(targets, "x", ["--preset", "huge"], recipe=_Recipe, presets=presets)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "argument --preset: invalid choice: 'huge'" in err
+
+
 def test_the_demo_plan_reflects_an_override(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path))
     demo = load_experiment("local_demo")
@@ -185,8 +206,7 @@ def test_the_pilot_recipe_takes_nested_flags_and_its_gpu_preset_has_its_own_vers
     turns = parse_recipe(pilot.Pilot, ["--harness.max_turns", "8"])
     assert turns.harness == replace(cpu.harness, max_turns=8) and turns.version != cpu.version
     assert re.fullmatch(r"2026\.12\.06\.\d{8}", turns.version)
-    chosen, rest = pilot.preset(["--preset", "gpu", "--harness.max_turns", "8"])
-    assert chosen == pilot.PRESETS["gpu"] and rest == ["--harness.max_turns", "8"]
+    chosen, rest = pilot.PRESETS["gpu"], ["--harness.max_turns", "8"]
     gpu = parse_recipe(pilot.Pilot, [], default=chosen)
     assert replace(gpu, version=chosen.version) == chosen  # the preset is the first layer
     assert gpu.version not in (cpu.version, turns.version) and re.fullmatch(r"2026\.12\.06\.\d{8}", gpu.version)
@@ -220,3 +240,31 @@ def test_the_pilot_command_line_overrides_its_recipe(tmp_path):
     assert "1 GPU (H200)" in r.stdout  # the cost table still comes before the plan
     assert "@2026.12.06.1\n" not in r.stdout and '"trajectories": 80' in r.stdout and '"max_turns": 8' in r.stdout
     assert not any(tmp_path.iterdir())
+
+
+def test_the_readme_experiment_rows_name_flags_that_help_lists():
+    """Each `python experiments/X.py` row of the README's commands table shows flags its `--help`
+    lists: the launch flags as spelled, `--FIELD` where a recipe has fields, `--demo.FIELD` where
+    it has a nested `demo`."""
+    rows = [line.split("`")[1] for line in README.read_text().splitlines() if line.startswith("| `python experiments/")]
+    assert len(rows) >= 8
+    for row in rows:
+        name = re.match(r"python experiments/(\w+)\.py", row).group(1)
+        source = (REPO_ROOT / "experiments" / f"{name}.py").read_text()
+        named = re.search(r"main\(.*recipe=([A-Z]\w*)", source)
+        module = load_experiment(name) if named else None
+        recipe = getattr(module, named.group(1)) if module else None
+        presets = (
+            getattr(module, m.group(1)) if module and (m := re.search(r"main\(.*presets=([A-Z]\w*)", source)) else None
+        )
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as e:
+            parse_command_line(["--help"], name, recipe=recipe, presets=presets)
+        assert e.value.code == 0
+        listed = set(re.findall(r"(?<![\w-])--[a-z][\w.-]*", out.getvalue().split("\n\n", 1)[0]))  # the usage
+        launch = {"--run", "--local", "--preset", "--config_path"}
+        for flag in re.findall(r"(?<![\w-])--[A-Za-z][\w.-]*", row):
+            if "FIELD" in flag:  # any field of the recipe (or of its nested one)
+                assert recipe is not None and any(f.startswith(flag.removesuffix("FIELD")) for f in listed - launch)
+            else:
+                assert flag in listed, (row, flag)

@@ -13,15 +13,16 @@ takes its share of the cores (`core.threads`) and reports it at `GET /health`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 from terminalworld.core.assets import load_hf_model, load_tokenizer
 from terminalworld.core.batching import DynamicBatcher
+from terminalworld.options import option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
 
@@ -119,19 +120,31 @@ def serving(model: ChatModel, name: str = "model", port: int = 0):
         server.server_close()
 
 
+@dataclass(frozen=True)
+class ServeConfig:
+    """`python -m terminalworld.agent.serve`: one checkpoint behind an endpoint of its own."""
+
+    model: str = option(help="checkpoint folder, GGUF file or asset name")
+    served_model_name: str = option("model")
+    port: int = option(0, minimum=0, help="0: any free port")
+    context_tokens: int = option(32768, minimum=1)
+    dtype: Literal["float32", "bfloat16"] = option("float32")
+    max_batch: int = option(MAX_BATCH, minimum=1)
+    sharing: int = option(1, minimum=1, help="busy model processes sharing this one's cores")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve a checkpoint as a process of its own until killed; prints the base URL once ready."""
+    import sys
+
     from terminalworld.core.threads import set_threads
 
-    p = argparse.ArgumentParser(prog="python -m terminalworld.agent.serve", description=__doc__.split("\n")[0])
-    p.add_argument("--model", required=True, help="checkpoint folder, GGUF file or asset name")
-    p.add_argument("--served-model-name", default="model")
-    p.add_argument("--port", type=int, default=0)
-    p.add_argument("--context-tokens", type=int, default=32768)
-    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
-    p.add_argument("--max-batch", type=int, default=MAX_BATCH)
-    p.add_argument("--sharing", type=int, default=1, help="busy model processes sharing this one's cores")
-    args = p.parse_args(argv)
+    args = parse(
+        ServeConfig,
+        sys.argv[1:] if argv is None else argv,
+        "python -m terminalworld.agent.serve",
+        description=__doc__.split("\n")[0],
+    )
     set_threads(args.sharing)
     model = ChatModel(args.model, context_tokens=args.context_tokens, dtype=args.dtype, max_batch=args.max_batch)
     with serving(model, args.served_model_name, args.port) as url:

@@ -112,3 +112,17 @@ def check_outputs(outputs: list[tuple[str, str, str, tuple[str, ...]]], inputs: 
                     f"{flag} {path}: lies in the reach of the input glob {iflag} {given!r}, "
                     "so a rerun would read it as input"
                 )
+
+
+def named_files(pairs: list[str], flag: str, what: str) -> list[tuple[str, str]]:
+    """`NAME=PATH` flag values as (name, path); raises `InputError` naming `flag` and `what` the path
+    should be when a value is not of that form or its file does not exist."""
+    out = []
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name:
+            raise InputError(f"{flag} {pair}: expected NAME=PATH to {what}")
+        if not os.path.isfile(path):
+            raise InputError(f"{flag} {pair}: {path} is not a file (expected NAME=PATH to {what})")
+        out.append((name, path))
+    return out

@@ -2,13 +2,14 @@
 
 The plan lists every step of the graph, dependencies first: `name@version`, its output folder
 (resolved by Marin from `MARIN_PREFIX`, exactly as the run resolves it), where it runs, the Zephyr
-workers of a sharded step, what it needs, and its materialized config. `--run` builds the graph; finished artifacts are reused. Steps
-that ask for accelerators are refused outside a cluster unless `--local` says to run them here
+workers of a sharded step, what it needs, and its materialized config. `--run` builds the graph
+through Marin's runner; finished artifacts are reused. Steps that ask for accelerators are refused outside a cluster unless `--local` says to run them here
 anyway. A failing step ends the run with one line naming the step and the log that holds its
 traceback (`{output}/failure.log`).
 
 An experiment whose sizes live in a recipe dataclass passes the class and a function from a recipe
-to its targets; the recipe is then parsed with draccus, as Marin and Levanter parse theirs: every
+to its targets; the recipe and the launch flags (`Launch`: `--run`, `--local`) are then parsed from
+one command line by draccus, as every config of the project is (`terminalworld.options`): every
 field is a flag (`--trajectories 80`), nested dataclasses' fields are dotted (`--tiny.hidden_dim 64`),
 and `--config_path file.yaml` reads a YAML file that the flags override in turn. An overridden
 recipe must not be served the pinned recipe's artifacts (Marin serves a finished artifact of the
@@ -22,18 +23,18 @@ with the class's defaults, so each preset gets a version of its own.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
 import logging
 import re
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 from terminalworld.core import scratch
 from terminalworld.errors import StepFailed, TerminalworldError
+from terminalworld.options import option, parse, parse_pair
 from terminalworld.pipeline.step import FAILURE_LOG, describe_resources, is_cluster_sized
 from terminalworld.pipeline.zephyr import Workers
 
@@ -153,46 +154,48 @@ def overrides(recipe: Any, default: Any, prefix: str = "") -> list[str]:
     return changed
 
 
-def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: _merged(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v for k, v in over.items()
-    } | {k: v for k, v in base.items() if k not in over}
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """What the experiment does with its plan (the experiment's recipe, if any, follows)."""
+
+    run: bool = option(False, help="build the artifacts (default: print the plan)")
+    local: bool = option(False, help="run accelerator steps on this machine anyway")
+
+
+def _with_presets(names: Sequence[str]) -> type[Launch]:
+    """`Launch` with `--preset`, one of `names` (the first by default)."""
+    preset = option(names[0], help="the named sizes the recipe's flags override")
+    return dataclasses.make_dataclass(
+        "Launch", [("preset", Literal[tuple(names)], preset)], bases=(Launch,), frozen=True
+    )
 
 
 def parse_recipe[R](recipe: type[R], argv: Sequence[str], prog: str | None = None, *, default: R | None = None) -> R:
-    """The recipe of `argv`, parsed with draccus and versioned by `versioned`: `default` (a preset;
-    without one, the class's default instance, so nested recipes built by a factory keep their
-    values), then the YAML of `--config_path`, then the flags, nested fields dotted. The version
-    compares with the class's defaults, so a preset other than them gets its own. Bad flags exit
-    with status 2 and usage."""
-    import tempfile
+    """The recipe of `argv`, parsed as every config is (`options.parse`: draccus) and versioned by
+    `versioned`: `default` (a preset; without one, the class's default instance, so nested recipes
+    built by a factory keep their values), then the YAML of `--config_path`, then the flags, nested
+    fields dotted. The version compares with the class's defaults, so a preset other than them gets
+    its own. Bad flags print one line and exit with status 2."""
+    return versioned(parse(recipe, argv, prog, default=recipe() if default is None else default), recipe())
 
-    import draccus
-    import yaml
 
-    pre = argparse.ArgumentParser(prog=prog, add_help=False)
-    pre.add_argument("--config_path")
-    known, rest = pre.parse_known_args(argv)
-    layers = draccus.encode(recipe() if default is None else default)
-    if known.config_path:
-        try:
-            with open(known.config_path) as f:
-                given = yaml.safe_load(f) or {}
-        except (OSError, yaml.YAMLError) as e:
-            pre.error(f"--config_path {known.config_path}: {type(e).__name__}: {e}".split("\n")[0])
-        if not isinstance(given, dict):
-            pre.error(
-                f"--config_path {known.config_path}: a YAML mapping of the recipe's fields, not {type(given).__name__}"
-            )
-        layers = _merged(layers, given)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        yaml.safe_dump(layers, f)
-        f.flush()
-        try:
-            parsed = draccus.parse(recipe, config_path=f.name, args=list(rest), prog=prog)
-        except draccus.utils.DraccusException as e:  # a value of the wrong type; unknown flags exit in draccus
-            pre.error(str(e).split("\n")[0])
-    return versioned(parsed, recipe())
+def parse_command_line[R](
+    argv: Sequence[str],
+    description: str,
+    *,
+    recipe: type[R] | None = None,
+    default: R | None = None,
+    presets: Mapping[str, R] | None = None,
+) -> tuple[Launch, R | None]:
+    """An experiment's command line: its `Launch` flags and, with `recipe`, the recipe (versioned)
+    on top of `default`, or of the one of `presets` that `--preset` names (the first by default)."""
+    if recipe is None:
+        return parse(Launch, argv, description=description), None
+    first = recipe() if default is None else default
+    launch = Launch if presets is None else _with_presets(list(presets))
+    layer = first if presets is None else (lambda chosen: presets[chosen.preset])
+    parsed, args = parse_pair(recipe, launch, argv, default=layer, description=description)
+    return args, versioned(parsed, recipe())
 
 
 def main[R](
@@ -202,22 +205,17 @@ def main[R](
     *,
     recipe: type[R] | None = None,
     default: R | None = None,
+    presets: Mapping[str, R] | None = None,
 ) -> int:
     """Print the plan, or with `--run` build it; returns the exit status (2 for an expected
     failure, printed in one line). With `recipe`, `targets` is a function of the recipe parsed from
-    the remaining flags on top of `default` (`parse_recipe`), and the plan starts with the fields
-    that differ from the class's defaults."""
-    parser = argparse.ArgumentParser(description=description, add_help=recipe is None)
-    parser.add_argument("--run", action="store_true", help="build the artifacts (default: print the plan)")
-    parser.add_argument("--local", action="store_true", help="run accelerator steps on this machine anyway")
-    if recipe is None:
-        args = parser.parse_args(argv)
-    else:
-        args, rest = parser.parse_known_args(argv)
-        if {"-h", "--help"} & set(rest):
-            print(parser.format_help().replace("usage:", "run flags:", 1))
-            print(f"{recipe.__name__} (the recipe; nested fields dotted, or --config_path FILE.yaml):")
-        parsed = parse_recipe(recipe, rest, prog=parser.prog, default=default)
+    the same command line on top of `default` (`parse_recipe`), or of the one of `presets` that
+    `--preset` names (the first by default), and the plan starts with the fields that differ from
+    the class's defaults."""
+    args, parsed = parse_command_line(
+        sys.argv[1:] if argv is None else argv, description, recipe=recipe, default=default, presets=presets
+    )
+    if recipe is not None:
         changed = overrides(parsed, recipe())
         if changed and not args.run:
             print(f"recipe {recipe.__name__}, overridden: " + "; ".join(changed))

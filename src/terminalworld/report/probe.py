@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from terminalworld.core.paths import named_files
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.core.targets import CLASSES
 from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKET_LABELS, Results, compare, read_results
-from terminalworld.options import named_files, option, readable_file
+from terminalworld.options import option, readable_file
 from terminalworld.report.depth import depth_curve, depth_scope
 from terminalworld.report.figures import log_axis, model_colors, save_plot
 from terminalworld.report.joint import joint_blocks, joint_plot, joint_table

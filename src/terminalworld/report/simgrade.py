@@ -8,10 +8,10 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from terminalworld.core.paths import named_files
 from terminalworld.core.records import parse_json
 from terminalworld.core.targets import CLASSES
 from terminalworld.errors import InputError
-from terminalworld.options import named_files
 from terminalworld.report.figures import model_colors, save_plot
 from terminalworld.report.tables import Block, Heading, Table, fixed, pct
 

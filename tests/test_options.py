@@ -1,0 +1,162 @@
+"""Each extension the config system adds to draccus, on a small config: spellings and aliases (draccus's
+own spelling still parses), positionals, repeatable and comma-separated lists, switches, strict
+numbers within bounds, choices, checks, required fields, `--config_path` under the flags, nested
+fields, declared values never read again as YAML, and subcommands; every refusal is one line."""
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from terminalworld.options import Commands, option, parse, parse_pair, readable_file
+
+
+@dataclass(frozen=True)
+class Inner:
+    depth: int = option(2, minimum=1, help="how deep")
+    plain: str = "x"  # undeclared: parsed as draccus parses it
+
+
+@dataclass(frozen=True)
+class Config:
+    out: str = option(aliases=["--out-path", "-o"], help="where")
+    inputs: list[str] = option(flag="--in", help="files; repeat or comma-separate")
+    n: int = option(10, minimum=1)
+    rate: float = option(0.5, above=0)
+    mode: Literal["agent", "sim"] = option("agent")
+    all_depths: bool = option(False)
+    name: str = option("base")
+    template: str | None = option(None, check=readable_file)
+    hidden: int = option(3, cli=False)
+    inner: Inner = field(default_factory=Inner)
+
+
+@dataclass(frozen=True)
+class Words:
+    command: list[str] = option(positional=True)
+    timeout_s: float | None = option(None, flag="--timeout", above=0)
+
+
+def refused(capsys, cls, argv, *needles):
+    with pytest.raises(SystemExit) as e:
+        parse(cls, argv, "prog")
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err.startswith("error: prog: "), err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    return err
+
+
+def test_declared_spellings_aliases_and_draccus_spelling():
+    base = ["--in", "a"]
+    assert parse(Config, [*base, "--out", "o"]).out == "o"
+    assert parse(Config, [*base, "--out-path", "o"]).out == "o"
+    assert parse(Config, [*base, "-o", "o"]).out == "o"
+    assert parse(Config, ["--out", "o", "--inputs", "a"]).inputs == ["a"]  # draccus's --field_name
+    assert parse(Config, [*base, "-o", "o", "--all_depths"]).all_depths is True
+    cfg = parse(Config, [*base, "-o", "o", "--all-depths", "--mode", "sim", "--n", "3", "--rate", "2"])
+    assert (cfg.all_depths, cfg.mode, cfg.n, cfg.rate, cfg.hidden) == (True, "sim", 3, 2.0, 3)
+    assert parse(Config, [*base, "-o", "o"]) == Config(out="o", inputs=["a"])
+
+
+def test_lists_repeat_and_split_on_commas():
+    cfg = parse(Config, ["--in", "a,b", "--in", "c", "-o", "o"])
+    assert cfg.inputs == ["a", "b", "c"]
+
+
+def test_positional_words():
+    cfg = parse(Words, ["--timeout", "2", "--", "ls", "-la"])
+    assert cfg == Words(command=["ls", "-la"], timeout_s=2.0)
+
+
+def test_declared_values_are_not_read_again_as_yaml():
+    cfg = parse(Config, ["--in", "yes", "-o", "010", "--name", "a: b", "--n", "010"])
+    assert (cfg.inputs, cfg.out, cfg.name, cfg.n) == (["yes"], "010", "a: b", 10)
+
+
+def test_nested_fields_are_dotted_and_keep_their_bounds(capsys):
+    cfg = parse(Config, ["--in", "a", "-o", "o", "--inner.depth", "5", "--inner.plain", "y"])
+    assert cfg.inner == Inner(depth=5, plain="y")
+    refused(capsys, Config, ["--in", "a", "-o", "o", "--inner.depth", "0"], "argument --inner.depth:", "at least 1")
+
+
+@pytest.mark.parametrize(
+    ("argv", "needles"),
+    [
+        (["--n", "0"], ["argument --n:", "must be at least 1, got 0"]),
+        (["--n", "1e3"], ["argument --n:", "expected an integer"]),
+        (["--n", "3.5"], ["argument --n:", "expected an integer"]),
+        (["--rate", "0"], ["argument --rate:", "greater than 0"]),
+        (["--rate", "nan"], ["argument --rate:", "finite"]),
+        (["--mode", "both"], ["argument --mode:", "invalid choice: 'both'"]),
+        (["--template", "/nonexistent/t.jinja"], ["argument --template:", "no such file"]),
+        (["--hidden", "4"], ["unrecognized arguments: --hidden"]),
+        (["--bogus", "1"], ["unrecognized arguments: --bogus"]),
+        (["--all-depths=no"], ["argument --all-depths:"]),
+    ],
+)
+def test_bad_values_are_one_line_naming_the_flag(argv, needles, capsys):
+    refused(capsys, Config, ["--in", "a", "-o", "o", *argv], *needles)
+
+
+def test_required_fields_and_positionals(capsys):
+    refused(capsys, Config, ["--in", "a"], "required: --out")
+    refused(capsys, Config, [], "required: --out, --in")
+    refused(capsys, Words, ["--timeout", "1"], "required")
+
+
+def test_config_path_is_a_layer_under_the_flags(tmp_path, capsys):
+    yaml = tmp_path / "c.yaml"
+    yaml.write_text("out: from-file\ninputs: [a, b]\nn: 4\ninner:\n  depth: 7\n")
+    cfg = parse(Config, ["--config_path", str(yaml), "--n", "5"])
+    assert (cfg.out, cfg.inputs, cfg.n, cfg.inner.depth) == ("from-file", ["a", "b"], 5, 7)
+    (tmp_path / "list.yaml").write_text("- a\n")
+    refused(capsys, Config, ["--config_path", str(tmp_path / "list.yaml")], "a mapping of the config's fields")
+    refused(capsys, Config, ["--config_path", str(tmp_path / "none.yaml")], "--config_path", "none.yaml")
+    (tmp_path / "bad.yaml").write_text("n: many\nout: o\ninputs: [a]\n")
+    refused(capsys, Config, ["--config_path", str(tmp_path / "bad.yaml")], "many")
+
+
+def test_a_default_instance_is_the_first_layer():
+    preset = Config(out="p", inputs=["q"], n=7)
+    assert parse(Config, ["--n", "8"], default=preset) == Config(out="p", inputs=["q"], n=8)
+
+
+def test_a_second_config_shares_the_command_line(capsys):
+    cfg, words = parse_pair(Words, Config, ["--in", "a", "-o", "o", "--timeout", "1", "--", "ls"])
+    assert (cfg, words) == (Words(command=["ls"], timeout_s=1.0), Config(out="o", inputs=["a"]))
+    with pytest.raises(SystemExit):
+        parse_pair(Words, Config, ["--help"], "prog")
+    out = capsys.readouterr().out
+    assert out.index("--in") < out.index("--timeout")  # the second config's flags come first
+
+
+def test_help_lists_declared_flags_with_types_defaults_and_required(capsys):
+    with pytest.raises(SystemExit) as e:
+        parse(Config, ["--help"], "prog")
+    out = " ".join(capsys.readouterr().out.split())
+    assert e.value.code == 0
+    assert "--out str, --out-path str, -o str where (required)" in out
+    assert "--n int (default: 10)" in out and "--mode {agent,sim}" in out and "--inner.depth int how deep" in out
+    assert "--hidden" not in out and "--all_depths" not in out  # off the command line; draccus's spelling unlisted
+
+
+def test_subcommands(capsys):
+    table = Commands("tool", "A tool.", [(("a", "b"), "does b", Words, print), (("c",), "does c", Config, print)])
+    cfg, fn = table.parse(["a", "b", "--", "ls"])
+    assert (cfg, fn) == (Words(command=["ls"]), print)
+    for argv, code, stream, needle in [
+        (["--help"], 0, "out", "a b  does b"),
+        (["a", "--help"], 0, "out", "usage: tool a COMMAND"),
+        ([], 2, "err", "error: tool: a command is needed (choose from a, c; see --help)"),
+        (["a"], 2, "err", "error: tool a: a command is needed (choose from b; see --help)"),
+        (["a", "x"], 2, "err", "error: tool a: no command 'a x' (choose from b; see --help)"),
+        (["c", "--n", "0"], 2, "err", "error: tool c: argument --n: must be at least 1"),
+    ]:
+        with pytest.raises(SystemExit) as e:
+            table.parse(argv)
+        captured = capsys.readouterr()
+        text = captured.out if stream == "out" else captured.err
+        assert e.value.code == code and needle in text, (argv, text)
+        if stream == "err":
+            assert text.count("\n") == 1
