@@ -13,7 +13,7 @@ lived in before; its pages are charged to the memory cgroup of the command that 
 
 Where mounting on the host is refused (an unprivileged caller), the same tmpfs, with the same caps,
 is mounted in a user and mount namespace of the caller's own and held there by a small process
-(`env.holder`): the copy is then reached at `/proc/<pid>/root/<folder>`, and the sandbox starts
+(`env.holder`): the copy is then reached at `/proc/{pid}/root/{folder}`, and the sandbox starts
 inside those namespaces to bind it. Only where neither works (no user namespaces, no `nsenter`) is
 the copy a plain folder, which the sandbox measures with descriptor-based walks while the command
 runs and after (`env.walk`); `disk_limit_kind` says which a copy made here gets.

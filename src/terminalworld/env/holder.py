@@ -6,7 +6,7 @@ like any other. A `Holder` is a small child process (the running interpreter, si
 `unshare(CLONE_NEWUSER)` requires) that makes those namespaces, mounts the tmpfs on a folder, and
 then waits on a pipe: it remounts the tmpfs with new caps when asked (`fit`), and exits, taking the
 tmpfs with it, when the pipe closes (`stop`, or its parent's death). The host reaches the tmpfs
-through `/proc/<pid>/root/<folder>` (the holder is the caller's own process); a sandbox binds it by
+through `/proc/{pid}/root/{folder}` (the holder is the caller's own process); a sandbox binds it by
 starting bwrap inside the holder's user and mount namespaces (`Holder.enter_argv`, with `nsenter`), since a
 bind mount's source must be in the binder's mount namespace; the holder also writes the id maps of
 the sandbox's user namespace, a child of its own (`map_root`). A root caller mounts on the host and
