@@ -340,9 +340,10 @@ def _row_files(folder: str) -> list[tuple[str, int]]:
     return out
 
 
-def copy_rows(folder: str, here: Path) -> int:
+def copy_rows(folder: str, here: Path, roots: list[str]) -> int:
     """Copy the row files of the artifact at `folder` into `here`, each gzip-compressed (mtime 0, so
-    the same rows give the same bytes; a file already gzipped is copied as is); returns the bytes
+    the same rows give the same bytes), with every path in them named logically (`logical`: a
+    trial's config and result name its job folder and the task's absolute path); returns the bytes
     written."""
     fs, _ = _fs(folder)
     written = 0
@@ -351,8 +352,10 @@ def copy_rows(folder: str, here: Path) -> int:
             data = f.read()
         target = here / (rel if rel.endswith(".gz") else rel + ".gz")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not rel.endswith(".gz"):
-            data = gzip.compress(data, mtime=0)
+        if rel.endswith(".gz"):
+            data = gzip.decompress(data)
+        text = data.decode("utf-8", errors="surrogateescape")
+        data = gzip.compress(logical(text, roots).encode("utf-8", errors="surrogateescape"), mtime=0)
         target.write_bytes(data)
         written += len(data)
     return written
@@ -390,7 +393,7 @@ def snapshot(reports: list[Artifact], dest: str) -> list[Artifact]:
             # Rows are read where the record says they were built, else from the prefix read from.
             where = [w for w in (path, report.root and posixpath.join(report.root, *dep.rpartition("@")[::2])) if w]
             src = next((w for w in where if os.path.isdir(w) or (not _is_local(w) and exists(w))), None)
-            if rec.get("name", "").startswith(ROW_ARTIFACTS) and src and (n := copy_rows(src, folder)):
+            if rec.get("name", "").startswith(ROW_ARTIFACTS) and src and (n := copy_rows(src, folder, dep_roots)):
                 rows_bytes += n
                 row_sets.append(dep)
         copied.append(read_artifact(here))
