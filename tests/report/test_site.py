@@ -13,6 +13,7 @@ import pytest
 
 from terminalworld.errors import InputError
 from terminalworld.report.site import (
+    HOST_RECORDS,
     RECORD,
     SNAPSHOT_MANIFEST,
     DocsBuildConfig,
@@ -414,8 +415,11 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     for record in prefix.rglob(RECORD):
         name = json.loads(record.read_text())["name"]
         if name.startswith(("heldout/", "sim-ppl-eval/")):
-            body = f'{{"instance_id": "{name}", "path": "{prefix}/x"}}\n'.encode()
+            # a session may print a path like a host's: it is kept as printed
+            body = f'{{"instance_id": "{name}", "path": "{prefix}/x", "observation": "/tmp/made"}}\n'.encode()
             (record.parent / "rows.jsonl").write_bytes(body)
+            (record.parent / "jobs").mkdir()
+            (record.parent / "jobs" / "config.json").write_text('{"bwrap": "/srv/host/venv/bin/bwrap"}')
             rows[record.parent.relative_to(prefix)] = body
         rec = json.loads(record.read_text())
         rec["output_path"] = f"/srv/elsewhere/{rec['name']}/{rec['version']}"  # a machine that is gone
@@ -427,6 +431,8 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     for rel, body in rows.items():  # the rows as they were, the prefix named logically
         logical_body = body.replace(f"{prefix}/".encode(), b"{MARIN_PREFIX}/")
         assert gzip.decompress((dest / rel / "rows.jsonl.gz").read_bytes()) == logical_body != body
+        # Harbor's own records of a job name no machine path at all
+        assert gzip.decompress((dest / rel / "jobs" / "config.json.gz").read_bytes()) == b'{"bwrap": "{LOCAL}/bwrap"}'
     manifest = json.loads((dest / SNAPSHOT_MANIFEST).read_text())
     assert len(manifest["rows"]) == len(rows) and 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
     assert manifest["from"] == [f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"]
@@ -443,7 +449,10 @@ def test_committed_snapshots_name_no_machine_path_and_say_whether_they_hold_rows
     for snap in (SNAPSHOT.parent / "local-demo", SNAPSHOT.parent / "pilot"):
         for path in [*snap.rglob(RECORD), snap / SNAPSHOT_MANIFEST]:
             assert not _machine_paths(path.read_text(), []), path
-        for path in snap.rglob("*.gz"):  # the rows too
-            assert not _machine_paths(gzip.decompress(path.read_bytes()).decode(errors="replace"), []), path
+        for path in snap.rglob("*.gz"):  # the rows: Harbor's records name no machine path, session text no prefix
+            text = gzip.decompress(path.read_bytes()).decode(errors="replace")
+            if path.name.removesuffix(".gz") in HOST_RECORDS:
+                assert not _machine_paths(text, []), path
+            assert not re.search(r"/[\w./-]*local-prefix/", text), path
         manifest = json.loads((snap / SNAPSHOT_MANIFEST).read_text())
         assert manifest["rows"] or "rows not kept" in manifest["rows_note"]

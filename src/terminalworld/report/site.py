@@ -49,6 +49,10 @@ SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: a report's own files ar
 ROW_ARTIFACTS = ("heldout/", "probe-eval/", "sim-ppl-eval/", "agent-eval/", "sim-eval/", "terminalworld/probes")
 ROW_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".txt", ".log", ".diff", ".patch")
 SNAPSHOT_ROWS_BUDGET = 24 << 20
+# Files the host writes about a Harbor job (not session text), whose machine paths are all renamed.
+HOST_RECORDS = frozenset(
+    {"config.json", "lock.json", "result.json", "job_spec.json", "harbor_result.json", "harbor.log"}
+)
 _MACHINE_PATH = re.compile(
     r"(?<![\w.~{}-])/(?:home|root|tmp|work|Users|mnt|private|var/folders|opt|srv)/[^\s`'\",)\]]*"
 )
@@ -321,10 +325,15 @@ def logical(value: Any, roots: list[str]) -> Any:
         return [logical(v, roots) for v in value]
     if not isinstance(value, str):
         return value
+    return _MACHINE_PATH.sub(lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/")), _rooted(value, roots))
+
+
+def _rooted(value: str, roots: list[str]) -> str:
+    """`value` with every local prefix in `roots` named `{MARIN_PREFIX}`, and nothing else changed."""
     for root in sorted({r.rstrip("/") for r in roots if r and _is_local(r)}, key=len, reverse=True):
         value = value.replace(root + "/", LOGICAL_PREFIX + "/")
         value = LOGICAL_PREFIX if value == root else value
-    return _MACHINE_PATH.sub(lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/")), value)
+    return value
 
 
 def _row_files(folder: str) -> list[tuple[str, int]]:
@@ -342,9 +351,10 @@ def _row_files(folder: str) -> list[tuple[str, int]]:
 
 def copy_rows(folder: str, here: Path, roots: list[str]) -> int:
     """Copy the row files of the artifact at `folder` into `here`, each gzip-compressed (mtime 0, so
-    the same rows give the same bytes), with every path in them named logically (`logical`: a
-    trial's config and result name its job folder and the task's absolute path); returns the bytes
-    written."""
+    the same rows give the same bytes), with the prefix named logically; Harbor's own records of a
+    job (`HOST_RECORDS`: configs, results, logs, which name the job folder, the task's path and
+    tracebacks) get every machine path named logically too (`logical`), while rows of session text
+    keep every other path as the session printed it; returns the bytes written."""
     fs, _ = _fs(folder)
     written = 0
     for rel, _size in _row_files(folder):
@@ -355,7 +365,12 @@ def copy_rows(folder: str, here: Path, roots: list[str]) -> int:
         if rel.endswith(".gz"):
             data = gzip.decompress(data)
         text = data.decode("utf-8", errors="surrogateescape")
-        data = gzip.compress(logical(text, roots).encode("utf-8", errors="surrogateescape"), mtime=0)
+        text = (
+            logical(text, roots)
+            if posixpath.basename(rel).removesuffix(".gz") in HOST_RECORDS
+            else _rooted(text, roots)
+        )
+        data = gzip.compress(text.encode("utf-8", errors="surrogateescape"), mtime=0)
         target.write_bytes(data)
         written += len(data)
     return written
