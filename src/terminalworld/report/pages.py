@@ -134,13 +134,17 @@ REPORT_TYPES[ECHO.artifact] = ECHO
 
 
 def pilot_page(report: Artifact, page: Page, assets: str) -> None:
-    """The pilot: the write-up's findings checked, the scale axis, the paired sign tests and the
+    """The pilot: over seeds where the run had them (`report.seeds`: the findings' verdicts, the probe per
+    seed, the ladder's paired tests and the opposite-directions table), the write-up's findings checked, the scale axis, the paired sign tests and the
     agent grade's steps of a fix (from `pilot.json`), the depth curve, the departures from the
     write-up, then the probe page's tables, agent and simulator grades and plots."""
     from terminalworld.report.depth import depth_blocks
+    from terminalworld.report.pilot import seeds_blocks
     from terminalworld.report.scale import scale_blocks
 
     doc = read_json_at(report.path, "pilot.json")
+    if over_seeds := doc.get("seeds"):
+        page.put(*seeds_blocks(over_seeds))
     page.put(*scale_blocks(doc["scale_axis"], doc["findings"], doc["process"]))
     if curve := doc.get("depth_curve"):
         page.put(*depth_blocks(curve, doc.get("depth_scope"), doc.get("depth_composition")))

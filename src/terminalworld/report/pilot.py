@@ -42,6 +42,12 @@ class PilotReportConfig:
     ladder: dict[str, dict[str, str]] = field(default_factory=dict)
     training: dict[str, str] = field(default_factory=dict)
     scale_sequences: dict[str, int] = field(default_factory=dict)
+    # Over seeds (`report.seeds`): the seed names of checkpoints `{arm}-{scale}-{seed}`, the scales'
+    # own names, the base control's model name, and the level of `grades` on the task ladder.
+    seeds: list[str] = field(default_factory=list)
+    scale_names: list[str] = field(default_factory=list)
+    control: str | None = None
+    grades_level: str = "function"
 
 
 def write_pilot_report(cfg: PilotReportConfig) -> str:
@@ -65,7 +71,9 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     depth = depth_curve(results, common)
     levels = {level: {n: read_json(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()}
     on_ladder = ladder_table(levels, scales)
-    blocks = [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
+    over_seeds = seed_report(cfg, results, {cfg.grades_level: summaries, **levels}) if cfg.seeds else None
+    blocks: list[Block] = seeds_blocks(over_seeds) if over_seeds else []
+    blocks += [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
     if depth:
         blocks += depth_blocks(depth, depth_scope(results, common), depth_composition(results, common))
     if training:
@@ -89,8 +97,50 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     }
     if ladder:
         doc["ladder"] = on_ladder
+    if over_seeds:
+        doc["seeds"] = over_seeds
     write_json(os.path.join(out, PILOT_FILE), doc)
     return text
+
+
+def seed_report(
+    cfg: PilotReportConfig, results: dict[str, Any], levels: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """The report over seeds (`report.seeds`): the probe, the ladder (the graded scales), the
+    opposite-directions table, the findings with their verdicts and what a larger run would need."""
+    from terminalworld.report import seeds
+
+    scales = cfg.scale_names
+    probe = seeds.probe_over_seeds(
+        results, arms=cfg.arms, scales=scales, seeds=cfg.seeds, base=cfg.base, control=cfg.control
+    )
+    graded = [
+        s
+        for s in scales
+        if any(seeds.checkpoint(a, s, d) in m for m in levels.values() for a in cfg.arms for d in cfg.seeds)
+    ]
+    ladder = seeds.ladder_over_seeds(levels, scales=graded, seeds=cfg.seeds) if any(levels.values()) else None
+    found = seeds.findings(probe, ladder, scales)
+    return {
+        "seeds": cfg.seeds,
+        "scales": scales,
+        "control": cfg.control,
+        "probe": probe,
+        "ladder": ladder,
+        "opposite": seeds.opposite_directions(probe, ladder, scales) if ladder else [],
+        "findings": found,
+        "needs": seeds.needs(found, probe, ladder),
+    }
+
+
+def seeds_blocks(doc: dict[str, Any]) -> list[Block]:
+    """The report over seeds as blocks: the findings first, then the probe and the ladder."""
+    from terminalworld.report import seeds
+
+    blocks = [*seeds.findings_blocks(doc["findings"], doc["needs"]), *seeds.probe_blocks(doc["probe"])]
+    if doc.get("ladder"):
+        blocks += seeds.ladder_seed_blocks(doc["ladder"], doc["opposite"])
+    return blocks
 
 
 # The write-up's SFT scales, in trajectories, in the order of the pilot's scales (smallest first).
