@@ -4,6 +4,7 @@ carries the report over seeds, `report.md` and the Pilot page show its findings 
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -50,11 +51,20 @@ def test_the_pilot_report_over_seeds_from_rows(tmp_path):
         s = shift[arm][scale] if arm else (-0.05 if n == "base-control" else 0.0)
         noise = 0 if n == "base" else np.random.default_rng(k).normal(0, 0.02, 46)
         scores[n] = _scores(tmp_path / f"{n}.jsonl", n, base + s + noise)
-    # Nothing solved on either level: finding (2) cannot be told.
+    # One task solved by one grade (below): finding (2) cannot be told.
     graded = ["base", *(f"{a}-{sc}-{sd}" for sd in SEEDS for a in ("assistant", "full") for sc in ("x1", "x9"))]
     levels = {
         lv: {n: _summary(tmp_path / f"{lv}-{n}.json", [0] * 24) for n in graded} for lv in ("function", "pinpoint")
     }
+    # One grade's trial rows say what its summary does not: the report counts from the rows.
+    trials = [
+        {"task": f"t{i:02d}", "trial": k, "scored": True, "reward": float(i == 0)} for i in range(24) for k in (0, 1)
+    ]
+    (tmp_path / "function-assistant-x9-s1.trials").mkdir()
+    moved = tmp_path / "function-assistant-x9-s1.trials" / "summary.json"
+    moved.write_text(Path(levels["function"]["assistant-x9-s1"]).read_text())
+    (moved.parent / "trials.jsonl").write_text("".join(json.dumps(t) + "\n" for t in trials))
+    levels["function"]["assistant-x9-s1"] = str(moved)
     out = tmp_path / "report"
     cfg = PilotReportConfig(
         scores=scores,
@@ -74,11 +84,15 @@ def test_the_pilot_report_over_seeds_from_rows(tmp_path):
     doc = json.loads((out / "pilot.json").read_text())["seeds"]
     assert doc["probe"]["headline_targets"] == 44 and doc["probe"]["meets_floor"]
     assert [f["verdict"] for f in doc["findings"]] == ["holds", "cannot be told at this size"]
-    assert set(doc["ladder"]["levels"]) == {"function", "pinpoint"} and not doc["ladder"]["solved_any"]
+    assert set(doc["ladder"]["levels"]) == {"function", "pinpoint"} and doc["ladder"]["solved_any"]
+    solver = next(m for m in doc["ladder"]["levels"]["function"]["models"] if m["name"] == "assistant-x9-s1")
+    assert (solver["solved"], solver["scored"], solver["pass_at_k"]["1"]["value"]) == (2, 48, 1 / 24)
+    [_, x9] = doc["ladder"]["levels"]["function"]["paired"]
+    assert x9["per_seed"]["s1"]["a_higher"] == 1 and x9["pooled"]["tasks"] == 48
     assert [o["scale"] for o in doc["opposite"]] == ["x1", "x9"]
     md = (out / "report.md").read_text()
     assert "**(1) loss on observations makes a better world model than action-only loss" in md
-    assert "**No checkpoint solved any task at any level.**" in md and "| base-control |" in md
+    assert "| base-control |" in md and "**No checkpoint solved any task at any level.**" not in md
     page = Page(str(tmp_path / "site"), "results/pilot.md")
     pilot_page(Artifact(str(out), {}, None, "pilot-report@1"), page, "assets")
     text = "\n".join(page.lines)

@@ -7,6 +7,7 @@ beside it, and `pilot.json`: the scale axis and its sign tests, the findings che
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +72,9 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     depth = depth_curve(results, common)
     levels = {level: {n: read_json(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()}
     on_ladder = ladder_table(levels, scales)
-    over_seeds = seed_report(cfg, results, {cfg.grades_level: summaries, **levels}) if cfg.seeds else None
+    graded = {cfg.grades_level: dict(cfg.grades), **(cfg.ladder or {})}
+    on_trials = {level: {n: from_trials(p) for n, p in by_model.items()} for level, by_model in graded.items()}
+    over_seeds = seed_report(cfg, results, on_trials) if cfg.seeds else None
     blocks: list[Block] = seeds_blocks(over_seeds) if over_seeds else []
     blocks += [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
     if depth:
@@ -101,6 +104,46 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
         doc["seeds"] = over_seeds
     write_json(os.path.join(out, PILOT_FILE), doc)
     return text
+
+
+TRIALS = "trials.jsonl"  # beside an agent grade's summary: one row per trial
+
+
+def from_trials(summary_path: str) -> dict[str, Any]:
+    """An agent summary whose per-task counts, solves and scored trials are recomputed from the trial
+    rows beside it (`agent.compare.per_task`), where they are; the summary as written otherwise."""
+    import json
+
+    from terminalworld.agent.compare import per_task
+    from terminalworld.core.records import iter_lines
+    from terminalworld.errors import ResultsError
+    from terminalworld.report.pages import exists
+
+    summary = read_json(summary_path)
+    # A snapshot keeps its rows gzip-compressed (`site.ROW_SUFFIXES`).
+    here = [
+        p for name in (TRIALS, TRIALS + ".gz") if exists(p := posixpath.join(posixpath.dirname(summary_path), name))
+    ]
+    if not here:
+        return summary
+    trials, rows = here[0], []
+    for n, line in iter_lines(trials):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ResultsError(f"{trials}:{n}: not a trial row ({e})") from None
+    if not all(isinstance(r, dict) and "task" in r for r in rows):
+        raise ResultsError(f"{trials}: a row without a task is not a trial row")
+    counts = per_task(rows)
+    solved, scored = sum(c for _, c in counts.values()), sum(n for n, _ in counts.values())
+    return {
+        **summary,
+        "per_task": {t: list(v) for t, v in counts.items()},
+        "solved_trials": solved,
+        "scored_trials": scored,
+    }
 
 
 def seed_report(
