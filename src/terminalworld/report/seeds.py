@@ -186,7 +186,9 @@ def _part(claim: str, t: dict[str, Any] | None, expected: int, agent: bool = Fal
         "p": p,
         "effect": effect,
         "seed_effects": seeds,
-        "statistic": "permutation p, mean solve-rate difference (a - b)" if agent else "Wilcoxon p, mean log PPL ratio",
+        "statistic": "permutation p, mean solve-rate difference (a - b)"
+        if agent
+        else f"Wilcoxon p, mean log PPL ratio {t['x']} / {t['y']}",
     }
 
 
