@@ -535,7 +535,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         scores=scores,
         base="base",
         arms=list(p.arms),
-        scales=first_seed,  # the scale axis per seed: the report's axis is the first seed's (see REMAINS)
+        scales=first_seed,  # the first seed's scale axis; `seeds` below adds every seed, the control and the findings
         grades=grades,
         sims=sims,
         departures=list(DEPARTURES),
@@ -545,6 +545,10 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         scale_sequences={
             seeded(n, 0): steps * p.batch_size for n, steps in zip(p.scale_names, p.scale_steps, strict=True)
         },
+        # The report over seeds: every seed's checkpoints, the base control, the findings' verdicts.
+        seeds=[f"s{k + 1}" for k in range(len(p.seeds))],
+        scale_names=list(p.scale_names),
+        control=CONTROL,
     )
     eval_sets = evaluation.eval_sets(heldout=probe_rows, scores=scores, version=v)
     # About 22 commands a trajectory; a generated task costs about 30 sandbox runs to find and check.

@@ -110,6 +110,17 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     assert [t["scale"] for t in pinpoint["paired"]] == ["x1-s1", "x3-s1"] and all(
         t["tasks"] == 2 for t in pinpoint["paired"]
     )
+    # The report over seeds: the base, its control and every seed's checkpoints on the probe; (a)
+    # against (b) per seed and pooled on both levels; each finding with a verdict by the fixed rule.
+    over = doc["seeds"]
+    assert [m["name"] for m in over["probe"]["models"]][:2] == ["base", "base-control"]
+    assert len(over["probe"]["models"]) == 14 and set(over["ladder"]["levels"]) == {"function", "pinpoint"}
+    assert all(set(t["per_seed"]) == {"s1", "s2"} for t in over["probe"]["tests"])
+    assert [t["scale"] for t in over["ladder"]["pooled"]] == ["x1", "x3"]
+    assert [f["verdict"] in ("holds", "does not hold", "cannot be told at this size") for f in over["findings"]] == [
+        True,
+        True,
+    ]
     # Every observation of each row at its depth (1-based), 3 context turns and the target, classed;
     # the curve pools the read and predict ones.
     comp = doc["depth_composition"]
@@ -168,5 +179,6 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     )
     page = (docs / "results" / "pilot.md").read_text()
     assert "The scale axis" in page and "steps of a fix" in page and "Env PPL by context depth" in page
+    assert "The write-up's findings" in page and "Opposite directions" in page and "Superseded" not in page
     assert "Departures from the write-up" in page and "### Reproduce" in page and "No results yet" not in page
     assert mkdocs_build(tmp_path / "site-src", tmp_path / "site").returncode == 0

@@ -7,6 +7,7 @@ beside it, and `pilot.json`: the scale axis and its sign tests, the findings che
 from __future__ import annotations
 
 import os
+import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,12 @@ class PilotReportConfig:
     ladder: dict[str, dict[str, str]] = field(default_factory=dict)
     training: dict[str, str] = field(default_factory=dict)
     scale_sequences: dict[str, int] = field(default_factory=dict)
+    # Over seeds (`report.seeds`): the seed names of checkpoints `{arm}-{scale}-{seed}`, the scales'
+    # own names, the base control's model name, and the level of `grades` on the task ladder.
+    seeds: list[str] = field(default_factory=list)
+    scale_names: list[str] = field(default_factory=list)
+    control: str | None = None
+    grades_level: str = "function"
 
 
 def write_pilot_report(cfg: PilotReportConfig) -> str:
@@ -65,7 +72,11 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     depth = depth_curve(results, common)
     levels = {level: {n: read_json(p) for n, p in by_model.items()} for level, by_model in (ladder or {}).items()}
     on_ladder = ladder_table(levels, scales)
-    blocks = [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
+    graded = {cfg.grades_level: dict(cfg.grades), **(cfg.ladder or {})}
+    on_trials = {level: {n: from_trials(p) for n, p in by_model.items()} for level, by_model in graded.items()}
+    over_seeds = seed_report(cfg, results, on_trials) if cfg.seeds else None
+    blocks: list[Block] = seeds_blocks(over_seeds) if over_seeds else []
+    blocks += [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
     if depth:
         blocks += depth_blocks(depth, depth_scope(results, common), depth_composition(results, common))
     if training:
@@ -89,8 +100,90 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     }
     if ladder:
         doc["ladder"] = on_ladder
+    if over_seeds:
+        doc["seeds"] = over_seeds
     write_json(os.path.join(out, PILOT_FILE), doc)
     return text
+
+
+TRIALS = "trials.jsonl"  # beside an agent grade's summary: one row per trial
+
+
+def from_trials(summary_path: str) -> dict[str, Any]:
+    """An agent summary whose per-task counts, solves and scored trials are recomputed from the trial
+    rows beside it (`agent.compare.per_task`), where they are; the summary as written otherwise."""
+    import json
+
+    from terminalworld.agent.compare import per_task
+    from terminalworld.core.records import iter_lines
+    from terminalworld.errors import ResultsError
+    from terminalworld.report.pages import exists
+
+    summary = read_json(summary_path)
+    # A snapshot keeps its rows gzip-compressed (`site.ROW_SUFFIXES`).
+    here = [
+        p for name in (TRIALS, TRIALS + ".gz") if exists(p := posixpath.join(posixpath.dirname(summary_path), name))
+    ]
+    if not here:
+        return summary
+    trials, rows = here[0], []
+    for n, line in iter_lines(trials):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ResultsError(f"{trials}:{n}: not a trial row ({e})") from None
+    if not all(isinstance(r, dict) and "task" in r for r in rows):
+        raise ResultsError(f"{trials}: a row without a task is not a trial row")
+    counts = per_task(rows)
+    solved, scored = sum(c for _, c in counts.values()), sum(n for n, _ in counts.values())
+    return {
+        **summary,
+        "per_task": {t: list(v) for t, v in counts.items()},
+        "solved_trials": solved,
+        "scored_trials": scored,
+    }
+
+
+def seed_report(
+    cfg: PilotReportConfig, results: dict[str, Any], levels: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """The report over seeds (`report.seeds`): the probe, the ladder (the graded scales), the
+    opposite-directions table, the findings with their verdicts and what a larger run would need."""
+    from terminalworld.report import seeds
+
+    scales = cfg.scale_names
+    probe = seeds.probe_over_seeds(
+        results, arms=cfg.arms, scales=scales, seeds=cfg.seeds, base=cfg.base, control=cfg.control
+    )
+    graded = [
+        s
+        for s in scales
+        if any(seeds.checkpoint(a, s, d) in m for m in levels.values() for a in cfg.arms for d in cfg.seeds)
+    ]
+    ladder = seeds.ladder_over_seeds(levels, scales=graded, seeds=cfg.seeds) if any(levels.values()) else None
+    found = seeds.findings(probe, ladder, scales)
+    return {
+        "seeds": cfg.seeds,
+        "scales": scales,
+        "control": cfg.control,
+        "probe": probe,
+        "ladder": ladder,
+        "opposite": seeds.opposite_directions(probe, ladder, scales) if ladder else [],
+        "findings": found,
+        "needs": seeds.needs(found, probe, ladder),
+    }
+
+
+def seeds_blocks(doc: dict[str, Any]) -> list[Block]:
+    """The report over seeds as blocks: the findings first, then the probe and the ladder."""
+    from terminalworld.report import seeds
+
+    blocks = [*seeds.findings_blocks(doc["findings"], doc["needs"]), *seeds.probe_blocks(doc["probe"])]
+    if doc.get("ladder"):
+        blocks += seeds.ladder_seed_blocks(doc["ladder"], doc["opposite"])
+    return blocks
 
 
 # The write-up's SFT scales, in trajectories, in the order of the pilot's scales (smallest first).

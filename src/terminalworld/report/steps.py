@@ -83,13 +83,17 @@ def pilot_report(
     ladder: dict[str, list[AgentGrade]] | None = None,
     training: dict[str, Tokenized] | None = None,
     scale_sequences: dict[str, int] | None = None,
+    seeds: list[str] | None = None,
+    scale_names: list[str] | None = None,
+    control: str | None = None,
     version: str,
 ) -> Report:
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
     (checkpoints named `{arm}-{scale}`), the agent grades with their steps of a fix (and on the
     other levels of the task ladder, `ladder`), the simulator grades, and the departures from the
     write-up in plain words; with `training` (arm → tokenized artifact) and `scale_sequences`
-    (scale → packed sequences trained), what each scale trained on."""
+    (scale → packed sequences trained), what each scale trained on; with `seeds` (checkpoints
+    `{arm}-{scale}-{seed}` for `scale_names`) and the base `control`, the report over seeds."""
     ladder, training = ladder or {}, training or {}
     config = lambda ctx: PilotReportConfig(  # noqa: E731
         scores={s.model_name: s.at(ctx, s.file) for s in scores},
@@ -103,6 +107,9 @@ def pilot_report(
         ladder={lv: {g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in gs} for lv, gs in ladder.items()},
         training={arm: t.at(ctx) for arm, t in training.items()},
         scale_sequences=dict(scale_sequences or {}),
+        seeds=list(seeds or []),
+        scale_names=list(scale_names or []),
+        control=control,
     )
     deps = [*scores, *grades, *sims, *(g for gs in ladder.values() for g in gs), *training.values()]
     return Report(config_step(artifacts.PILOT_REPORT, write_pilot_report, config, version=version, deps=deps))
