@@ -90,9 +90,10 @@ ARMS = ("assistant", "full", "user")
 # episodes of 32 tokens at temperature 0.8 after 900-1,300-token prompts, SmolLM2 float32, two
 # threads, two interleaved repeats at 1-minute load 7-8: prompt tokens 1.00x, new tokens 0.90x
 # (every episode's replies identical on both paths). No gain here: the server formed batches of
-# at most 2 (the episodes drift apart between turns and a batch holds only whoever is waiting), and
-# on these loaded cores a 2-row decode step cost about twice a 1-row one. The CPU columns apply the
-# ratio to the agent steps (`Work.rows`); the bf16 column the float32 ratio, unmeasured in bf16.
+# at most 2 (a batch holds only the requests waiting when it starts, and the episodes' requests
+# reached it at different moments), and on these loaded cores a 2-row decode step cost close to two
+# 1-row steps. The CPU columns apply the ratio to the agent steps (`Work.rows`); the bf16 column the
+# float32 ratio, unmeasured in bf16.
 BATCHED_ATTEMPTS = {4: Batched(prefill=1.00, generate=0.90)}
 CPU_QUIET = Throughput(
     name="2 cores quiet",
@@ -204,10 +205,11 @@ class Pilot:
     agent_tasks: int = 24
     agent_levels: tuple[str, ...] = ("function", "pinpoint")
     attempts: int = 4
-    # Trials in flight (Harbor's n_concurrent) as many as a task's attempts: the loopback server
+    # Trials in flight (Harbor's n_concurrent), as many as a task's attempts: the loopback server
     # decodes their requests together, each sampled row from its own seeded generator, so the
-    # attempts draw what they draw one at a time, faster (`BATCHED_ATTEMPTS`). Harbor queues trials
-    # attempt by attempt, so those in flight are one attempt of 4 tasks.
+    # attempts draw what they draw one at a time, at the measured batched speed (`BATCHED_ATTEMPTS`:
+    # no gain on 2 loaded cores; kept for a GPU or quieter cores, as the tokens are the same). Harbor
+    # queues trials attempt by attempt, so those in flight are one attempt of 4 tasks.
     concurrent_trials: int = 4
     # 3 turns of 64 tokens (SHRINK step 2; was 4 of 96): read, edit, check; an edit command of the
     # pinpoint level is about 30 tokens.
