@@ -91,8 +91,8 @@ ARMS = ("assistant", "full", "user")
 # threads, two interleaved repeats at 1-minute load 7-8: prompt tokens 1.00x, new tokens 0.90x
 # (every episode's replies identical on both paths). No gain here: the server formed batches of
 # at most 2 (a batch holds only the requests waiting when it starts, and the episodes' requests
-# reached it at different moments), and on these loaded cores a 2-row decode step cost close to two
-# 1-row steps. The CPU columns apply the ratio to the agent steps (`Work.rows`); the bf16 column the
+# reached it at different moments), and at this load a batched decode step cost about what its rows
+# cost one at a time. The CPU columns apply the ratio to the agent steps (`Work.rows`); the bf16 column the
 # float32 ratio, unmeasured in bf16.
 BATCHED_ATTEMPTS = {4: Batched(prefill=1.00, generate=0.90)}
 CPU_QUIET = Throughput(
