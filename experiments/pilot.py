@@ -60,7 +60,7 @@ from terminalworld.agent import steps as agent
 from terminalworld.agent.steps import SampledEpisodes, SeededEpisodes
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
-from terminalworld.pipeline.cost import Throughput, Work, cost_table, hours, projection_table, stage_seconds
+from terminalworld.pipeline.cost import Batched, Throughput, Work, cost_table, hours, projection_table, stage_seconds
 from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, Report, TaskSet
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
@@ -83,6 +83,17 @@ ARMS = ("assistant", "full", "user")
 #   minutes at load 15-21); generation 1.5 tokens/s after a 512-token prefill of 14.7 s
 #   (one thread; two threads on an oversubscribed machine gave 0.2 tokens/s).
 # The plan shows both; the pilot's wall time lies between them, by how busy the machine is.
+# The agent grade's concurrent sampled attempts decoded together (`core.batching`: each row from its
+# own seeded generator) over the same requests one at a time, measured side by side by
+# benchmarks/sampled_batching.py (benchmarks/results/sampled_batching.json): 4 concurrent 2-turn
+# episodes of 32 tokens at temperature 0.8 after 900-1,300-token prompts, SmolLM2 float32, two
+# threads, two interleaved repeats at 1-minute load 7-8: prompt tokens 1.00x, new tokens 0.90x
+# (every episode's replies identical on both paths). No gain here: the server formed batches of
+# at most 2 (a batch holds only the requests waiting when it starts, and the episodes' requests
+# reached it at different moments), and at this load a batched decode step cost about what its rows
+# cost one at a time. The CPU columns apply the ratio to the agent steps (`Work.rows`); the bf16 column the
+# float32 ratio, unmeasured in bf16.
+BATCHED_ATTEMPTS = {4: Batched(prefill=1.00, generate=0.90)}
 CPU_QUIET = Throughput(
     name="2 cores quiet",
     sft_tokens_per_s=60.0,
@@ -92,7 +103,9 @@ CPU_QUIET = Throughput(
     startup_s=60.0,
     trial_overhead_s=2.0,
     sandbox_command_s=0.1,
-    source="the project's committed benchmarks (benchmarks/results/sim.json, scoring.json); SFT assumed",
+    source="the project's committed benchmarks (benchmarks/results/sim.json, scoring.json, "
+    "sampled_batching.json); SFT assumed",
+    batched=BATCHED_ATTEMPTS,
 )
 CPU_SHARED = Throughput(
     name="2 cores shared",
@@ -103,7 +116,9 @@ CPU_SHARED = Throughput(
     startup_s=120.0,
     trial_overhead_s=8.0,
     sandbox_command_s=0.3,
-    source="benchmarks/pilot_throughput.py at load 8-22 on 2 cores (a shared machine), 2026-12-04",
+    source="benchmarks/pilot_throughput.py at load 8-22 on 2 cores (a shared machine), 2026-12-04; "
+    "batched attempts: benchmarks/results/sampled_batching.json",
+    batched=BATCHED_ATTEMPTS,
 )
 # Not measured (no GPU was available when these were taken): a 135M model on one H200 is bound by
 # per-call overheads, not FLOPs; conservative figures for Levanter on JAX and HF torch.
@@ -189,6 +204,12 @@ class Pilot:
     agent_tasks: int = 24
     agent_levels: tuple[str, ...] = ("function", "pinpoint")
     attempts: int = 4
+    # Trials in flight (Harbor's n_concurrent), as many as a task's attempts: the loopback server
+    # decodes their requests together, each sampled row from its own seeded generator, so the
+    # attempts draw what they draw one at a time, at the measured batched speed (`BATCHED_ATTEMPTS`:
+    # no gain on 2 loaded cores; kept for a GPU or quieter cores, as the tokens are the same). Harbor
+    # queues trials attempt by attempt, so those in flight are one attempt of 4 tasks.
+    concurrent_trials: int = 4
     # 3 turns of 64 tokens (SHRINK step 2; was 4 of 96): read, edit, check; an edit command of the
     # pinpoint level is about 30 tokens.
     harness: SampledEpisodes = field(
@@ -230,6 +251,7 @@ PRESETS = {
         heldout_n=64,
         agent_tasks=24,
         attempts=8,
+        concurrent_trials=8,
         sim_heldout_n=24,
         probes=40,
         loop_tasks=12,
@@ -266,10 +288,9 @@ DEPARTURES = (
     "at temperature 0.8 (pass@k needs attempts that differ), 4 attempts per task.",
 )
 
-# The CPU run's wall-time target, on the '2 cores quiet' column. The agent grade's cost is decoding
-# one request at a time: `core.batching` batches greedy requests only (a sampled request's seed
-# seeds its whole `generate` call), so a task's concurrent attempts at temperature 0.8 do not share
-# a batch. Per-row seeded sampling would let them; it is not built, so no rate here assumes it.
+# The CPU run's wall-time target, on the '2 cores quiet' column. The agent grade's cost is decoding:
+# its 4 concurrent attempts share the server's batches (`concurrent_trials`), at the measured ratio
+# (`BATCHED_ATTEMPTS`), which on these 2 cores gained nothing.
 BUDGET_H = 12.0
 # How the recipe shrinks to fit BUDGET_H, in this order, each step only as far as the floors allow.
 # Floors: at least 40 read + predict probe targets scored by every checkpoint (held-out rows from
@@ -450,7 +471,11 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     prompt = sum(900 + 400 * t for t in range(turns))
     trials = p.agent_tasks * p.attempts
     work = Work(
-        trials=trials, generations=trials * turns, prompt_tokens=trials * prompt, new_tokens=trials * turns * per_turn
+        trials=trials,
+        generations=trials * turns,
+        rows=min(p.concurrent_trials, trials),  # decoded together by the server
+        prompt_tokens=trials * prompt,
+        new_tokens=trials * turns * per_turn,
     )
 
     def harness(k: int) -> SeededEpisodes:
@@ -472,6 +497,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                 tasks=suite,
                 harness=harness(k),
                 n_attempts=p.attempts,
+                n_concurrent=p.concurrent_trials,
                 benchmark="heldout-tasks" if level == "function" else f"heldout-{level}-tasks",
                 version=v,
             )

@@ -1,9 +1,12 @@
 """The cost model on known answers: a step's seconds from its work, rates scaled by measured
-ratios, and the per-stage projection beside a measured run."""
+ratios, generations decoded together at their measured batch ratio, and the per-stage projection
+beside a measured run."""
+
+from dataclasses import replace
 
 import pytest
 
-from terminalworld.pipeline.cost import Throughput, Work, projection_table, stage_seconds
+from terminalworld.pipeline.cost import Batched, Throughput, Work, projection_table, stage_seconds
 
 ONE = Throughput(
     name="one",
@@ -43,3 +46,13 @@ def test_the_projection_lists_every_stage_beside_the_measured_run():
     rows = {line.split()[0]: line.split()[1:] for line in table[2:] if not line.startswith("-")}
     assert rows["record"] == ["2m", "0s"] and rows["sft"] == ["1h", "00m", "2m"]
     assert rows["score"] == ["-", "2m"] and rows["total"] == ["1h", "02m", "4m"]
+
+
+def test_generations_decoded_together_run_at_the_measured_batch_ratio():
+    batched = replace(ONE, batched={4: Batched(prefill=0.5, generate=2.0)})
+    work = Work(models=0, prompt_tokens=8, new_tokens=8, rows=4)
+    assert work.seconds(batched) == 8 * 0.25 / 0.5 + 8 / (4.0 * 2.0) == 5.0
+    assert replace(work, rows=8).seconds(batched) == 5.0  # the largest measured batch not above it
+    assert replace(work, rows=2).seconds(batched) == 4.0  # below any measured batch: no gain
+    assert replace(work, rows=1).seconds(batched) == work.seconds(ONE) == 4.0  # unmeasured machine: none
+    assert batched.scaled(name="f", source="r", generate=2.0).batched == batched.batched  # precision keeps it

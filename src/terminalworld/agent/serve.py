@@ -1,11 +1,13 @@
 """An OpenAI-compatible chat-completions endpoint over an in-process HF model, on loopback.
 
 The local stand-in for vLLM's server: the Harbor agent talks to both the same way. It renders the
-messages with the checkpoint's own chat template, generates (`core.decoding.hf_sample`: greedy at
-temperature 0, else pure temperature sampling with the request's seed), and answers 400 with "maximum context length" when the prompt and the
+messages with the checkpoint's own chat template, generates (greedy at temperature 0, else
+temperature sampling, cut to the request's `top_p` if it sends one, drawn from a generator seeded
+with the request's seed), and answers 400 with "maximum context length" when the prompt and the
 requested tokens do not fit, as vLLM does. Concurrent requests (a Harbor job's trials, a
-simulator's episodes) are batched (`core.batching`: greedy requests collected for a few ms and
-generated together, left-padded; a sampled one alone, so its seed means what it did one at a time).
+simulator's episodes) are batched (`core.batching`: collected for a few ms and generated together,
+left-padded; each sampled row draws from its own seeded generator, so its tokens are those it gets
+alone).
 
 Run in process (`serving`) or as a process of its own (`python -m terminalworld.agent.serve`), which
 takes its share of the cores (`core.threads`) and reports it at `GET /health`.
@@ -57,6 +59,7 @@ class ChatModel:
             max_new_tokens=max_new,
             temperature=float(request.get("temperature") or 0.0),
             seed=int(request.get("seed") or 0),
+            top_p=float(1.0 if request.get("top_p") is None else request["top_p"]),
         )
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         body = {

@@ -82,17 +82,21 @@ def local_grade(
     tasks: TaskSet,
     harness: Episodes | HarnessConfig,
     n_attempts: int = 1,
+    n_concurrent: int = 2,
     benchmark: str = "heldout-tasks",
     version: str,
 ) -> AgentGrade:
     """`model`'s agent grade on the generated tasks, in process on loopback, every command in the
-    sandbox (`benchmark` names the suite in the artifact's path: one per level of the ladder)."""
+    sandbox (`benchmark` names the suite in the artifact's path: one per level of the ladder).
+    `n_concurrent` Harbor trials run at once; the loopback server decodes their requests together,
+    sampled ones each with its own seed, so it sets the speed, not the tokens."""
     config = lambda ctx: AgentEvalConfig(  # noqa: E731
         tasks=tasks.at(ctx),
         out=ctx.output_path,
         agent="model",
         model=model_path(ctx, model),
         n_attempts=n_attempts,
+        n_concurrent=n_concurrent,
         **{"dtype": "float32", **asdict(harness)},  # float32 unless the plan's harness states a precision
     )
     name = artifacts.agent_grade(benchmark, model_name)

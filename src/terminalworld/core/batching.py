@@ -1,10 +1,11 @@
-"""Dynamic batching over one HF causal LM: concurrent callers' greedy requests are collected for a
-few milliseconds and generated together, left-padded, in one `generate` call.
+"""Dynamic batching over one HF causal LM: concurrent callers' requests are collected for a few
+milliseconds and generated together, left-padded, in one `generate` call.
 
-Only greedy requests are batched: a greedy row's tokens do not depend on its neighbours (up to
-float rounding in the padded matmuls, see tests/core/test_batching.py), while a sampled request's
-seed seeds the whole `generate` call, so a sampled request runs alone and its seed means what it
-means one at a time. `max_batch=1` is the one-at-a-time path (the benchmark's baseline).
+Greedy and sampled requests share a batch: each sampled row draws from its own generator seeded
+with its request's seed, at its own temperature and top-p (`core.decoding.hf_sample_rows`), so a
+row's tokens are those it gets alone, up to float rounding in the padded matmuls (see
+tests/core/test_batching.py), and a request alone gets what `hf_sample` gives it with its seed.
+`max_batch=1` is the one-at-a-time path (the benchmarks' baseline).
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from terminalworld.core.decoding import hf_sample
+from terminalworld.core.decoding import RowDraw, hf_sample_rows
 
 
 @dataclass
 class _Job:
     ids: list[int]
     max_new_tokens: int
-    temperature: float
-    seed: int
+    draw: RowDraw
     done: threading.Event = field(default_factory=threading.Event)
     result: list[int] | None = None
     error: BaseException | None = None
@@ -42,9 +42,16 @@ class DynamicBatcher:
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
 
-    def generate(self, ids: list[int], *, max_new_tokens: int, temperature: float, seed: int) -> list[int]:
-        """The tokens generated after `ids`, through the first stop token, at most `max_new_tokens`."""
-        job = _Job(list(ids), max_new_tokens, temperature, seed)
+    def generate(
+        self, ids: list[int], *, max_new_tokens: int, temperature: float, seed: int, top_p: float = 1.0
+    ) -> list[int]:
+        """The tokens generated after `ids`, through the first stop token, at most `max_new_tokens`:
+        greedy at `temperature` 0, else sampled with `seed` (a bad value raises ValueError here)."""
+        if not ids or max_new_tokens < 1:
+            raise ValueError(
+                f"a request needs prompt tokens and max_new_tokens >= 1, not {len(ids)} and {max_new_tokens}"
+            )
+        job = _Job(list(ids), max_new_tokens, RowDraw(temperature=temperature, seed=seed, top_p=top_p))
         with self._lock:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, daemon=True, name="dynamic-batcher")
@@ -57,18 +64,14 @@ class DynamicBatcher:
 
     def _run(self) -> None:
         while True:
-            first = self._queue.get()
-            greedy, alone = ([first], []) if first.temperature <= 0 else ([], [first])
-            if greedy:
-                deadline = time.monotonic() + self.window_s
-                while len(greedy) < self.max_batch:
-                    try:
-                        job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-                    except queue.Empty:
-                        break
-                    (greedy if job.temperature <= 0 else alone).append(job)
-            for batch in ([greedy] if greedy else []) + [[j] for j in alone]:
-                self._serve(batch)
+            batch = [self._queue.get()]
+            deadline = time.monotonic() + self.window_s
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    break
+            self._serve(batch)
 
     def _serve(self, batch: list[_Job]) -> None:
         try:
@@ -87,13 +90,12 @@ class DynamicBatcher:
         width = max(len(j.ids) for j in batch)
         ids = torch.tensor([[self.pad] * (width - len(j.ids)) + j.ids for j in batch])
         mask = torch.tensor([[0] * (width - len(j.ids)) + [1] * len(j.ids) for j in batch])
-        out = hf_sample(
+        out = hf_sample_rows(
             self.model,
             ids,
             attention_mask=mask,
             max_new_tokens=max(j.max_new_tokens for j in batch),
-            temperature=batch[0].temperature,
-            seed=batch[0].seed,
+            draws=[j.draw for j in batch],
             pad=self.pad,
             stop=self.stop,
         )

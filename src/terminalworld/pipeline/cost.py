@@ -3,12 +3,26 @@ trained, tokens scored, trials and their turns) and a `Throughput` turns it into
 
 The figures are per machine: `benchmarks/pilot_throughput.py` measures them (SFT tokens/s with
 Levanter, teacher-forced scoring seconds per token, HF generation tokens/s and prefill seconds per
-token), and the experiment quotes them with the load they were measured under.
+token), and the experiment quotes them with the load they were measured under. Generations decoded
+together in one batch (an agent grade's concurrent sampled attempts, `core.batching`) run at a
+measured ratio of those rates (`Batched`, `benchmarks/sampled_batching.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class Batched:
+    """Prompt and new-token speed of a batch of concurrent generations over the same generations one
+    at a time, measured side by side."""
+
+    prefill: float
+    generate: float
+
+
+ONE_AT_A_TIME = Batched(prefill=1.0, generate=1.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,6 +38,15 @@ class Throughput:
     trial_overhead_s: float  # Harbor and the sandbox around one agent trial
     sandbox_command_s: float  # one recorded or task-checking command in the sandbox
     source: str  # how the figures were obtained: measured (with the load) or assumed
+    # Measured batches: rows decoded together -> their speed over one at a time (none: no gain assumed).
+    batched: dict[int, Batched] = field(default_factory=dict)
+
+    def batch_gain(self, rows: int) -> Batched:
+        """The speed-up of `rows` generations decoded together: the ratio measured at the largest
+        batch not above `rows` (a larger batch is taken to be no slower per token, as decoding a
+        135M model is bound by reading its weights), none below the smallest measured."""
+        measured = [n for n in self.batched if n <= rows]
+        return self.batched[max(measured)] if rows > 1 and measured else ONE_AT_A_TIME
 
     def scaled(self, *, name: str, source: str, sft=1.0, score=1.0, prefill=1.0, generate=1.0) -> Throughput:
         """These rates with each stage's speed multiplied by a measured ratio (another precision's
@@ -47,6 +70,7 @@ class Work:
     sft_tokens: int = 0
     scored_tokens: int = 0
     generations: int = 0  # prompts, each prefilled once
+    rows: int = 1  # generations decoded together in one batch (concurrent attempts)
     prompt_tokens: int = 0  # summed over the generations
     new_tokens: int = 0  # summed over the generations
     trials: int = 0
@@ -55,12 +79,13 @@ class Work:
 
     def seconds(self, t: Throughput) -> float:
         """The step's estimated wall time on `t`."""
+        gain = t.batch_gain(self.rows)
         return (
             self.models * t.startup_s
             + self.sft_tokens / t.sft_tokens_per_s
             + self.scored_tokens * t.score_s_per_token
-            + self.prompt_tokens * t.prefill_s_per_token
-            + self.new_tokens / t.generate_tokens_per_s
+            + self.prompt_tokens * t.prefill_s_per_token / gain.prefill
+            + self.new_tokens / (t.generate_tokens_per_s * gain.generate)
             + self.trials * t.trial_overhead_s
             + self.sandbox_commands * t.sandbox_command_s
         )
