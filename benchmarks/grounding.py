@@ -130,6 +130,52 @@ def edited(data: Path | None, results: Path) -> dict[str, dict]:
     return out
 
 
+BLOCK_MODES = ("retrieved", "replayed")  # the modes whose scored rows have a block
+
+
+def row_facts(data: Path | None, results: Path) -> dict[str, dict]:
+    """Per row set and row: its target class (`core.targets`) and, per block mode, whether its target
+    stands in its block (the block rebuilt as the scorer builds it: the SmolLM2 tokenizer, the
+    page's budget and output cap), for scores rows made before they carried both: from the data
+    when given, else as last written."""
+    if data is None:
+        return _recorded(results, "row_facts")
+    from terminalworld.core.targets import classify, terminal_text
+    from terminalworld.grounding.modes import Grounder, GroundingOptions
+
+    tok = load_tokenizer("smollm2")
+    grounders = {
+        m: Grounder(GroundingOptions(grounding=m, grounding_budget=1024, grounding_output_chars=1000), tok)
+        for m in BLOCK_MODES
+    }
+    out: dict[str, dict] = {}
+    for name, file in DATA_FILES.items():
+        out[name] = {}
+        for row in read_heldout(str(data / file)):
+            traj, target = heldout_trajectory(row), len(row["prefix"])
+            text = terminal_text(row["target_env"])
+            out[name][row["instance_id"]] = {
+                "target_class": classify(row),
+                "in_block": {m: g.trajectory(traj, [target])[target].holds(text) for m, g in grounders.items()},
+            }
+    return out
+
+
+def with_facts(rows_by_mode: dict[str, list], facts: dict[str, dict]) -> dict[str, list]:
+    """The scores rows with the class and the in-block fact of `facts` where a row lacks them."""
+    out = {}
+    for mode, rows in rows_by_mode.items():
+        out[mode] = []
+        for r in rows:
+            f = facts.get(r["instance_id"])
+            if f is not None:
+                r = {"target_class": f["target_class"], **r}
+                if mode in f["in_block"]:
+                    r = {"target_in_block": f["in_block"][mode], **r}
+            out[mode].append(r)
+    return out
+
+
 def seen_by_model(data: Path | None, results: Path, trained: list[str]) -> dict[str, list[str]]:
     """Per model named by `--trained`, the scored held-out rows from repos it trained on: from the
     data and the training subsets when given, else as last written."""
@@ -342,6 +388,7 @@ def main() -> None:
     results = Path(a.results)
     data_dir = Path(a.data) if a.data else None
     edits = edited(data_dir, results)
+    facts = row_facts(data_dir, results)
     seen = seen_by_model(data_dir, results, a.trained)
     shares = route_shares(Path(a.data) if a.data else None, results)
     ppl = {name: report.ppl_by_bucket(rows) for name, pattern in ROW_SETS if (rows := _modes(results, pattern))}
@@ -351,7 +398,11 @@ def main() -> None:
     data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
     pilot = pilot_ppl(results)
     # Rows scored with target classes (`core/targets.py`) give the table by class; older rows carry none.
-    classes = {name: t for name, pattern in ROW_SETS if (t := report.ppl_by_class(_modes(results, pattern)))}
+    classes = {
+        name: t
+        for name, pattern in ROW_SETS
+        if (t := report.ppl_by_class(with_facts(_modes(results, pattern), facts.get(name, {}))))
+    }
     classes = {name: t for name, t in classes.items() if any(c["headline"]["n"] for c in t.values())}
     out = data | {
         **({"ppl_by_class": classes} if classes else {}),
@@ -360,6 +411,7 @@ def main() -> None:
         "ppl_pilot": pilot,
         "ppl_by_family": {k: v for k, v in families.items() if v},
         **({"edited": edits} if edits else {}),
+        **({"row_facts": facts} if facts else {}),
         **({"seen_by_model": seen} if seen else {}),
     }
     write_json(str(results / "grounding.json"), out | {"fidelity": fidelity, "fidelity_heldout": tier1})
