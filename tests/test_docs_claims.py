@@ -69,6 +69,41 @@ def _config(dep: str) -> dict:
     return _record(dep)["config"]
 
 
+_ABSENT = object()
+
+
+def _field(config, *keys: str):
+    """A recorded config's field by any of its names (`exclude_from` was renamed
+    `exclude_repos_from`), wherever it is nested: a stage's config may wrap its job's (`job`,
+    `sampling`). Raises `KeyError` when no name is found, so a check never passes on a missing field."""
+
+    def find(value, key):
+        if isinstance(value, dict):
+            if key in value:
+                return value[key]
+            value = list(value.values())
+        for v in value if isinstance(value, list) else []:
+            if (found := find(v, key)) is not _ABSENT:
+                return found
+        return _ABSENT
+
+    for key in keys:
+        if (found := find(config, key)) is not _ABSENT:
+            return found
+    raise KeyError(f"none of {keys} in the recorded config")
+
+
+def _path(value) -> str:
+    """A recorded path: a string, or the older `[folder, file]` pair joined."""
+    return value if isinstance(value, str) else "/".join(value)
+
+
+def _subset_size(config) -> int:
+    """The size of the one training subset a tokenize step's config reads (`subset-N.jsonl.gz`)."""
+    (size,) = set(re.findall(r"subset-(\d+)\.jsonl\.gz", json.dumps(config)))
+    return int(size)
+
+
 def _deps(name: str) -> list[str]:
     deps, todo = [], [json.loads((_report_dir(name) / RECORD).read_text())]
     while todo:
@@ -102,14 +137,14 @@ def _reports() -> list[dict]:
 def tiny_models() -> bool:
     """A 2-layer, width-32 Qwen3 pretrained on 60 trajectories, and every arm fine-tuned from it."""
     (base,) = _steps("checkpoints/terminalworld/base-")
-    shape = _config(base)["recipe"]["tiny"]
+    shape = _field(_config(base), "tiny")
     arms = [_config(c) for c in _steps("checkpoints/terminalworld/") if c != base]
     text = _config(next(d for d in _steps("terminalworld/tokenized/pretrain-")))
-    pretrain_rows = int(re.search(r"subset-(\d+)", text["subset"][1]).group(1)) - text["skip"]
+    pretrain_rows = _subset_size(text) - _field(text, "skip")
     return (
         (shape["num_layers"], shape["hidden_dim"], pretrain_rows) == (2, 32, 60)
         and len(arms) == 3
-        and all(base.split("@")[0] in c["init_from"][0] and c["recipe"].get("tiny") is None for c in arms)
+        and all(base.split("@")[0] in _path(_field(c, "init_from")) and _field(c, "tiny") is None for c in arms)
     )
 
 
@@ -118,7 +153,7 @@ def one_scale() -> bool:
     """Every arm trained on the same 40-trajectory subset, at one scale."""
     data = [_config(d) for d in _steps("terminalworld/tokenized/") if "pretrain-" not in d]
     names = {d.split("@")[0].rsplit("-", 1)[1] for d in _steps("terminalworld/tokenized/")}
-    return names == {"demo"} and all(c["subset"][1] == "subset-40.jsonl.gz" and c["skip"] == 0 for c in data)
+    return names == {"demo"} and all(_subset_size(c) == 40 and _field(c, "skip") == 0 for c in data)
 
 
 @cache
@@ -126,14 +161,14 @@ def agent_grade() -> bool:
     """Every model graded as an agent on the same 4 held-out tasks, from repositories unseen in training."""
     report = _json("world-model-probe", "report.json")
     grades = _steps("agent-eval/")
-    (tasks,) = {_config(g)["tasks"] for g in grades}
+    (tasks,) = {_path(_field(_config(g), "tasks")) for g in grades}
     task_step = next(d for d in _steps("terminalworld/tasks/heldout@"))
     return (
         report["agent"]["tasks"] == 4
         and len(grades) == len(_models())
         and all(a["scored_trials"] == 4 for a in report["arms"])
         and tasks.endswith(task_step.replace("@", "/"))
-        and _config(task_step)["exclude_from"] is not None  # repositories unseen in training
+        and bool(_field(_config(task_step), "exclude_from", "exclude_repos_from"))  # repositories unseen in training
     )
 
 
@@ -164,7 +199,7 @@ def sim_weak() -> bool:
 def degeneration_unmeasured() -> bool:
     """A 128-token cap, and no output long enough for the degeneration rule."""
     sim = _json("world-model-probe", "metrics.json")["sim"]["checkpoints"]
-    caps = {_config(d)["decoding"]["max_new_tokens"] for d in _steps("sim-eval/")}
+    caps = {_field(_config(d), "max_new_tokens") for d in _steps("sim-eval/")}
     return caps == {128} and all(
         row[t]["degenerate_rate_long"] is None for row in sim.values() for t in ("tier1", "tier2")
     )
@@ -174,7 +209,7 @@ def degeneration_unmeasured() -> bool:
 def echo_without_signal() -> bool:
     """ECHO's three arms for 5 steps from the demo's full-transcript checkpoint, no reward anywhere."""
     arms = _json("echo-miniature", "echo_report.json")["arms"]
-    policies = {_config(d)["policy"][0] for d in _steps("terminalworld/echo/")}
+    policies = {_path(_field(_config(d), "policy")) for d in _steps("terminalworld/echo/")}
     return (
         set(arms) == {"grpo", "echo", "env-only"}
         and all(len(a["reward_per_step"]) == 5 and not any(a["reward_per_step"]) for a in arms.values())
@@ -189,16 +224,19 @@ def echo_on_policy() -> bool:
     seeds, λ = 0 for GRPO and 0.05 for ECHO, each paired on the demo's held-out trajectories."""
     from terminalworld.train.echo.miniature import EchoRecipe
 
-    configs = {_config(d)["recipe"]["arm"]: _config(d) for d in _steps("terminalworld/echo/")}
+    configs = {_field(_config(d), "arm"): _config(d) for d in _steps("terminalworld/echo/")}
     (heldout,) = _steps("heldout/")
     lam = {arm: EchoRecipe(arm=arm, lam=c["recipe"]["lam"]).loss() for arm, c in configs.items()}
     return (
         set(configs) == {"grpo", "echo", "env-only"}
         and len({c["recipe"]["seed"] for c in configs.values()}) == 1
-        and all(c["tasks"].endswith("/terminalworld/tasks/train/" + heldout.split("@")[1]) for c in configs.values())
-        and all(c["heldout"][0].endswith(heldout.replace("@", "/")) for c in configs.values())
         and all(
-            c["policy"][0].split("/checkpoints/")[1].startswith("terminalworld/full-demo/") for c in configs.values()
+            _path(c["tasks"]).endswith("/terminalworld/tasks/train/" + heldout.split("@")[1]) for c in configs.values()
+        )
+        and all(f"/{heldout.replace('@', '/')}" in _path(c["heldout"]) for c in configs.values())
+        and all(
+            _path(c["policy"]).split("/checkpoints/")[1].startswith("terminalworld/full-demo/")
+            for c in configs.values()
         )
         and (lam["grpo"].lam, lam["echo"].lam, lam["env-only"].env_only) == (0.0, 0.05, True)
     )
@@ -269,9 +307,9 @@ def recorded_corpus() -> bool:
     config = _config(corpus)
     return (
         corpus.startswith("terminalworld/corpus/recorded@")
-        and config["trajectories"] == 160
-        and config["tasks"].endswith(tasks.replace("@", "/"))
-        and _config(tasks)["n"] == 12
+        and _field(config, "trajectories") == 160
+        and _path(_field(config, "tasks")).endswith(tasks.replace("@", "/"))
+        and _field(_config(tasks), "n") == 12
         and _record(subsets)["deps"] == [corpus]
     )
 
@@ -377,10 +415,11 @@ def grounding_on_demo_rows() -> bool:
     version = heldout.split("@")[1]
 
     return (
-        (_config(heldout)["n"], _config(heldout)["context_turns"], _config(probes)["n"]) == (24, 3, 20)
-        and bool(_config(heldout)["train"])
-        and bool(_config(probes)["exclude_from"])  # unseen repos
-        and _config(next(iter(_steps("terminalworld/corpus/recorded@"))))["max_output_chars"] == 1000
+        (_field(_config(heldout), "n"), _field(_config(heldout), "context_turns"), _field(_config(probes), "n"))
+        == (24, 3, 20)
+        and bool(_field(_config(heldout), "train"))
+        and bool(_field(_config(probes), "exclude_from", "exclude_repos_from"))  # unseen repos
+        and _field(_config(next(iter(_steps("terminalworld/corpus/recorded@")))), "max_output_chars") == 1000
         and f"V={version}" in commands
         and "heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl DATA/heldout.jsonl" in commands
         and "terminalworld/probes/$V/probes.jsonl DATA/probes.jsonl" in commands
