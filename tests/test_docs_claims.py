@@ -316,12 +316,24 @@ def recorded_corpus() -> bool:
 
 @cache
 def one_run() -> bool:
-    """The snapshot's reports are the demo's and ECHO miniature's, from one clean commit."""
+    """The snapshot's reports are the demo's and ECHO miniature's, each from one run at a clean commit of
+    this repository's history (ECHO's may come from an earlier run of its own)."""
+    import subprocess
+
     reports = _reports()
+    in_history = [
+        subprocess.run(
+            ["git", "merge-base", "--is-ancestor", r["provenance"]["base_commit"], "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+        ).returncode
+        == 0
+        for r in reports
+    ]
     return (
         [r["name"] for r in reports]
         == ["terminalworld/reports/world-model-probe", "terminalworld/reports/echo-miniature"]
-        and len({r["provenance"]["base_commit"] for r in reports}) == 1
+        and all(in_history)
         and not any(r["provenance"]["dirty"] for r in reports)
         and [r["provenance"]["command_line"][0] for r in reports]
         == ["experiments/local_demo.py", "experiments/echo_local.py"]
@@ -1138,3 +1150,66 @@ def test_the_probe_figures_recompute_from_the_snapshot_rows(snapshot):
         for cls, got in (c.get("by_class") or {}).items():
             inside = [r for r in mine if r["target_class"] == cls]
             assert got["n"] == len(inside)
+
+
+README = REPO_ROOT / "README.md"
+
+
+def _gz_rows(path: Path) -> list[dict]:
+    import gzip
+
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
+
+
+def _readme_demo_table() -> dict[str, list[str]]:
+    """The README's headline table of the miniature: its cells by arm (the row's first word)."""
+    part = README.read_text().split("**The miniature**")[1].split("**The pilot**")[0]
+    lines = [x for x in part.splitlines() if x.startswith("| ") and not x.startswith("| arm")]
+    return {cells[0].split()[0]: cells[1:] for cells in ([c.strip() for c in x.strip("|").split("|")] for x in lines)}
+
+
+def _shown(cell: str) -> tuple[float, int]:
+    """A quoted number and its decimals (`**1,167**` is 1167 with 0, `12.5 %` is 12.5 with 1)."""
+    text = cell.strip("* %").replace(",", "")
+    return float(text), len(text.partition(".")[2])
+
+
+def _matches(cell: str, value: float) -> bool:
+    shown, decimals = _shown(cell)
+    return round(value, decimals) == shown
+
+
+def test_the_readme_demo_table_recomputes_from_the_snapshot_rows():
+    """Every figure of the README's table of the miniature is recomputed from the demo snapshot's rows:
+    each arm's median and token-weighted PPL over the headline rows (read + predict) every model
+    scored, the rows it beats the base on, its pass@1 and valid-action share from its agent trials;
+    and the sentence above it counts those rows and their class."""
+    import math
+    import statistics
+
+    from terminalworld.core.targets import HEADLINE
+
+    table = _readme_demo_table()
+    models = {"base": "base", "assistant": "assistant", "full": "full", "user": "user"}
+    assert set(table) == set(models)
+    rows = {m: _scores_rows(SNAPSHOT, m) for m in models}
+    common = sorted(set.intersection(*(set(r) for r in rows.values())))
+    head = [i for i in common if rows["base"][i]["target_class"] in HEADLINE]
+    classes = {rows["base"][i]["target_class"] for i in common}
+    text = re.sub(r"\s+", " ", README.read_text())
+    sentence = f"on the {len(common)} held-out rows that fit and have a target to score"
+    assert sentence in text
+    if classes == {"read"}:
+        assert "(all of class read, so the read + predict headline is every row)" in text
+    for name, cells in table.items():
+        mine = [rows[name][i] for i in head]
+        tokens = sum(r["n_target_tokens"] for r in mine)
+        assert _matches(cells[0], statistics.median(r["ppl"] for r in mine)), name
+        assert _matches(cells[1], math.exp(math.fsum(r["sum_nll"] for r in mine) / tokens)), name
+        wins = sum(rows[name][i]["ppl"] < rows["base"][i]["ppl"] for i in head)
+        assert cells[2] == ("—" if name == "base" else f"{wins} of {len(head)}"), name
+        [trials] = SNAPSHOT.glob(f"agent-eval/heldout-tasks/{name}/*/trials.jsonl.gz")
+        scored = [t for t in _gz_rows(trials) if t["scored"]]
+        assert _matches(cells[3], statistics.fmean(t["reward"] for t in scored)), name
+        valid = statistics.fmean(t["process"]["valid_reply_share"] for t in scored)
+        assert _matches(cells[4], 100 * valid), name
