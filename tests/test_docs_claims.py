@@ -1147,9 +1147,30 @@ def test_the_probe_figures_recompute_from_the_snapshot_rows(snapshot):
         assert c["tokens"] == tokens
         assert c["token_weighted_ppl"] == pytest.approx(math.exp(math.fsum(r["sum_nll"] for r in mine) / tokens))
         assert c["median_ppl"] == pytest.approx(statistics.median(r["ppl"] for r in mine))
+        base = [rows[metrics["base"]][i] for i in common]
+        if c["name"] != metrics["base"]:
+            assert c["beats_base"] == sum(r["ppl"] < b["ppl"] for r, b in zip(mine, base, strict=True))
         for cls, got in (c.get("by_class") or {}).items():
             inside = [r for r in mine if r["target_class"] == cls]
             assert got["n"] == len(inside)
+        if head := c.get("headline"):
+            from terminalworld.core.targets import HEADLINE
+
+            inside = [r for r in mine if r["target_class"] in HEADLINE]
+            assert (head["n"], head["tokens"]) == (len(inside), sum(r["n_target_tokens"] for r in inside))
+            if inside:
+                assert head["median_ppl"] == pytest.approx(statistics.median(r["ppl"] for r in inside))
+    # The agent table's pass@1 and valid-action share, from each model's trial rows.
+    for row in metrics.get("agent", {}).get("rows", []):
+        found = list(snapshot.glob(f"agent-eval/*/{row['name']}/*/trials.jsonl.gz"))
+        if len(found) != 1:
+            continue
+        scored = [t for t in _gz_rows(found[0]) if t["scored"]]
+        assert row["scored"] == len(scored)
+        assert row["pass_at_1"] == pytest.approx(statistics.fmean(t["reward"] for t in scored))
+        assert row["valid_action_rate"] == pytest.approx(
+            statistics.fmean(t["process"]["valid_reply_share"] for t in scored)
+        )
 
 
 README = REPO_ROOT / "README.md"
