@@ -405,7 +405,7 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     its records and manifest name the prefix logically."""
     import gzip
 
-    from terminalworld.report.site import SNAPSHOT_ROWS_BUDGET
+    from terminalworld.report.site import ROW_ARTIFACTS, SNAPSHOT_ROWS_BUDGET
 
     prefix = tmp_path / "prefix"
     shutil.copytree(SNAPSHOT, prefix)
@@ -426,7 +426,10 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     for rel, body in rows.items():
         assert gzip.decompress((dest / rel / "rows.jsonl.gz").read_bytes()) == body
     manifest = json.loads((dest / SNAPSHOT_MANIFEST).read_text())
-    assert len(manifest["rows"]) == len(rows) and 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
+    # The rows written here, beside those the committed snapshot already carries, and no other artifact's.
+    assert {f"{rel.parent.as_posix()}@{rel.name}" for rel in rows} <= set(manifest["rows"])
+    assert all(r.startswith(ROW_ARTIFACTS) for r in manifest["rows"])
+    assert 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
     assert manifest["from"] == [f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"]
     for path in [*dest.rglob(RECORD), dest / SNAPSHOT_MANIFEST]:
         text = path.read_text()
