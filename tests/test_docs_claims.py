@@ -1222,6 +1222,11 @@ def test_the_readme_demo_table_recomputes_from_the_snapshot_rows():
     assert sentence in text
     if classes == {"read"}:
         assert "(all of class read, so the read + predict headline is every row)" in text
+    # The sentence under the table: (a) above its base, (b) and (c) below it, (c) at or below (b).
+    medians = {m: statistics.median(rows[m][i]["ppl"] for i in head) for m in models}
+    assert "Training on actions only makes the world model worse than its base, while any loss on " in text
+    assert medians["assistant"] > medians["base"] > max(medians["full"], medians["user"])
+    assert "with (c) ≤ (b)" in text and medians["user"] <= medians["full"]
     for name, cells in table.items():
         mine = [rows[name][i] for i in head]
         tokens = sum(r["n_target_tokens"] for r in mine)
