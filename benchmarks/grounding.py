@@ -47,6 +47,12 @@ Then this file writes the page (`docs/grounding.md`, its plot) and `RESULTS/grou
 
     uv run python benchmarks/grounding.py --data DATA --results RESULTS
 
+With `--data` it also finds the rows whose sessions edit the repository before the target (the
+routing table's edit family) and compares the modes on those alone. `--trained MODEL=FILE[#SKIP]`
+(repeatable; a model's every training subset, its init's included, records SKIP.. of FILE) names
+what a model trained on, and the page says which held-out rows come from its repos (unseen is per
+model); the pilot's SFT subset of scale xN is `$MARIN_PREFIX/terminalworld/subsets/swe-zero/V/subset-N.jsonl.gz`.
+
 Without `--data` it rebuilds both from the committed rows alone (no model runs), keeping the route
 shares `RESULTS/grounding.json` already holds:
 
@@ -104,6 +110,88 @@ ROW_SETS = (  # (page name, scores file pattern)
 HELDOUT_SHARE, PROBES_SHARE = "held-out rows (24, every observation)", "probes (20, every observation)"
 
 
+DATA_FILES = {"probes": "probes.jsonl", "held-out (24)": "heldout.jsonl"}  # each row set's rows in DATA
+
+
+def _recorded(results: Path, key: str) -> dict:
+    path = results / "grounding.json"
+    return json.loads(path.read_text()).get(key, {}) if path.exists() else {}
+
+
+def edited(data: Path | None, results: Path) -> dict[str, dict]:
+    """Per row set, its rows' count and the rows whose sessions edit before the target (with the
+    context turns that edit): from the data when given, else as last written."""
+    if data is None:
+        return _recorded(results, "edited")
+    out = {}
+    for name, file in DATA_FILES.items():
+        rows = read_heldout(str(data / file))
+        out[name] = {"rows": len(rows), "edited": report.edited_rows(rows)}
+    return out
+
+
+BLOCK_MODES = ("retrieved", "replayed")  # the modes whose scored rows have a block
+
+
+def row_facts(data: Path | None, results: Path) -> dict[str, dict]:
+    """Per row set and row: its target class (`core.targets`) and, per block mode, whether its target
+    stands in its block (the block rebuilt as the scorer builds it: the SmolLM2 tokenizer, the
+    page's budget and output cap), for scores rows made before they carried both: from the data
+    when given, else as last written."""
+    if data is None:
+        return _recorded(results, "row_facts")
+    from terminalworld.core.targets import classify, terminal_text
+    from terminalworld.grounding.modes import Grounder, GroundingOptions
+
+    tok = load_tokenizer("smollm2")
+    grounders = {
+        m: Grounder(GroundingOptions(grounding=m, grounding_budget=1024, grounding_output_chars=1000), tok)
+        for m in BLOCK_MODES
+    }
+    out: dict[str, dict] = {}
+    for name, file in DATA_FILES.items():
+        out[name] = {}
+        for row in read_heldout(str(data / file)):
+            traj, target = heldout_trajectory(row), len(row["prefix"])
+            text = terminal_text(row["target_env"])
+            out[name][row["instance_id"]] = {
+                "target_class": classify(row),
+                "in_block": {m: g.trajectory(traj, [target])[target].holds(text) for m, g in grounders.items()},
+            }
+    return out
+
+
+def with_facts(rows_by_mode: dict[str, list], facts: dict[str, dict]) -> dict[str, list]:
+    """The scores rows with the class and the in-block fact of `facts` where a row lacks them."""
+    out = {}
+    for mode, rows in rows_by_mode.items():
+        out[mode] = []
+        for r in rows:
+            f = facts.get(r["instance_id"])
+            if f is not None:
+                r = {"target_class": f["target_class"], **r}
+                if mode in f["in_block"]:
+                    r = {"target_in_block": f["in_block"][mode], **r}
+            out[mode].append(r)
+    return out
+
+
+def seen_by_model(data: Path | None, results: Path, trained: list[str]) -> dict[str, list[str]]:
+    """Per model named by `--trained`, the scored held-out rows from repos it trained on: from the
+    data and the training subsets when given, else as last written."""
+    if data is None or not trained:
+        return _recorded(results, "seen_by_model")
+    repos: dict[str, set[str]] = {}
+    for spec in trained:
+        model, _, where = spec.partition("=")
+        file, _, skip = where.partition("#")
+        if not model or not file:
+            raise SystemExit(f"--trained {spec!r}: give MODEL=FILE[#SKIP]")
+        repos.setdefault(model, set()).update(report.training_repos(file, int(skip or 0)))
+    scored = [r["instance_id"] for r in report.read_rows(str(results / "score-heldout-none.jsonl")) if "ppl" in r]
+    return report.seen_rows(read_heldout(str(data / "heldout.jsonl")), repos, ids=scored)
+
+
 def route_shares(data: Path | None, results: Path) -> dict[str, dict]:
     """The hybrid router's share per row set: from the data when given, else as last written."""
     if data is None:
@@ -147,6 +235,21 @@ INTRO = [
     "heredocs): `retrieved` equals `replayed` on these rows only because 3-turn rows end before any",
     "edit. Unseen is per model: 8 of the 22 scored rows come from repos in the SFT subset of",
     "`experiments/pilot.py`'s committed run, so for its checkpoints below they are not unseen.",
+    "",
+    "## Hostile patterns",
+    "",
+    "A command's grep patterns and find globs are model text, matched on the host. They are compiled",
+    "with RE2 (`grounding.patterns`), linear in the text searched and capped in memory, never with",
+    "Python's backtracking `re`: `grep -r '\\(.*\\)*QQQ' .` over a real tree or 500 nested groups are",
+    "ordinary searches, and a 5,000-digit line number is past the end of the file, not an error. grep's",
+    "BRE is translated (`\\( \\) \\{ \\} \\| \\+ \\?` are operators, their bare forms literal), ERE is",
+    "RE2's syntax, `\\<` and `\\>` become `\\b`, `-i`, `-w` and `-F` keep their meaning. What RE2 cannot",
+    "express (backreferences such as `\\(ab\\)\\1`), a pattern it refuses (over its memory cap) and any",
+    "pattern over 4,096 characters is searched as the literal text typed: bounded, and usually no match",
+    "where grep would have matched, so the block is missing, never wrong. `tests/sim/test_grounding_patterns.py`",
+    "runs these over a real tree, and `tests/sim/test_grounding_harbor.py` runs the catastrophic and the",
+    "nested pattern through a real Harbor job with a grounded simulated environment, whose trial ends",
+    "before the agent timeout and is scored.",
     "",
 ]
 
@@ -217,6 +320,42 @@ def _pilot(table: dict[str, dict]) -> list[str]:
     ]
 
 
+def _edited(results: Path, found: dict[str, dict]) -> list[str]:
+    if not found:
+        return []
+    lines = [
+        "## Replayed against retrieved where the session edits first",
+        "",
+        "`replayed` can differ from `retrieved` only on a row whose session changes the repository before",
+        "its target: a command of the routing table's edit family (`sed -i`, a heredoc or other",
+        "redirection into a file, `git apply`, `mkdir`, `rm`, ...) in its context (`report.grounding.edited_rows`;",
+        "a write inside an interpreter is not seen). The modes are compared on those rows alone, paired",
+        "(rows every mode scored); hybrid serves read and edit targets exactly, so it is left out.",
+        "",
+    ]
+    for name, e in found.items():
+        result = report.modes_on(_modes(results, dict(ROW_SETS)[name]), e["edited"])
+        lines += [f"### {name}", "", report.edited_sentence(result, e["rows"]), ""]
+        if result["scored"]:
+            lines += [report.edited_table(result), ""]
+    return lines
+
+
+def _unseen(seen: dict[str, list[str]], results: Path) -> list[str]:
+    if not seen:
+        return []
+    scored = [r for r in report.read_rows(str(results / "score-heldout-none.jsonl")) if "ppl" in r]
+    return [
+        "## Unseen, per model",
+        "",
+        "A held-out row is unseen by a model only if the model never trained on its repo: the scored",
+        "held-out rows from repos in each model's training subsets (its init's included).",
+        "",
+        report.unseen_table(seen, len(scored)),
+        "",
+    ]
+
+
 def _loops(results: Path) -> list[str]:
     loops = {m: x for m, x in _summaries(results, "loop-{mode}.jsonl").items() if x}
     if not loops:
@@ -244,8 +383,13 @@ def main() -> None:
     p.add_argument("--data", help="the data folder (default: the route shares already in RESULTS/grounding.json)")
     p.add_argument("--results", required=True)
     p.add_argument("--docs", default=str(HERE.parent / "docs"))
+    p.add_argument("--trained", action="append", default=[], metavar="MODEL=FILE[#SKIP]")
     a = p.parse_args()
     results = Path(a.results)
+    data_dir = Path(a.data) if a.data else None
+    edits = edited(data_dir, results)
+    facts = row_facts(data_dir, results)
+    seen = seen_by_model(data_dir, results, a.trained)
     shares = route_shares(Path(a.data) if a.data else None, results)
     ppl = {name: report.ppl_by_bucket(rows) for name, pattern in ROW_SETS if (rows := _modes(results, pattern))}
     families = {name: report.ppl_by_family(_summaries(results, pattern)) for name, pattern in ROW_SETS}
@@ -254,7 +398,11 @@ def main() -> None:
     data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
     pilot = pilot_ppl(results)
     # Rows scored with target classes (`core/targets.py`) give the table by class; older rows carry none.
-    classes = {name: t for name, pattern in ROW_SETS if (t := report.ppl_by_class(_modes(results, pattern)))}
+    classes = {
+        name: t
+        for name, pattern in ROW_SETS
+        if (t := report.ppl_by_class(with_facts(_modes(results, pattern), facts.get(name, {}))))
+    }
     classes = {name: t for name, t in classes.items() if any(c["headline"]["n"] for c in t.values())}
     out = data | {
         **({"ppl_by_class": classes} if classes else {}),
@@ -262,6 +410,9 @@ def main() -> None:
         "ppl": ppl,
         "ppl_pilot": pilot,
         "ppl_by_family": {k: v for k, v in families.items() if v},
+        **({"edited": edits} if edits else {}),
+        **({"row_facts": facts} if facts else {}),
+        **({"seen_by_model": seen} if seen else {}),
     }
     write_json(str(results / "grounding.json"), out | {"fidelity": fidelity, "fidelity_heldout": tier1})
     os.makedirs(a.docs, exist_ok=True)
@@ -279,14 +430,22 @@ def main() -> None:
         lines += [f"### {name}", "", report.ppl_table(table), ""]
     lines += [f"![PPL by length bucket per mode]({Path(plot).name})", ""]
     if classes:
-        lines += ["## Env PPL by target class", "", "The headline is read + predict; read is served by emulation.", ""]
+        lines += [
+            "## Env PPL by target class",
+            "",
+            "The headline is read + predict; read is served by emulation. Where the rows record it, a cell",
+            "counts the scored targets that stand verbatim in their block (the copy rule against the block).",
+            "",
+        ]
         for name, table in classes.items():
             lines += [f"### {name}", "", report.class_table(table), ""]
     lines += ["## Env PPL by command family", "", "The same rows by their target's command family.", ""]
     for name, table in families.items():
         if table:
             lines += [f"### {name}", "", report.family_table(table), ""]
+    lines += _edited(results, edits)
     lines += _pilot(pilot)
+    lines += _unseen(seen, results)
     lines += _tier1(results)
     if fidelity:
         lines += [

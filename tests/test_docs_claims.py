@@ -69,6 +69,41 @@ def _config(dep: str) -> dict:
     return _record(dep)["config"]
 
 
+_ABSENT = object()
+
+
+def _field(config, *keys: str):
+    """A recorded config's field by any of its names (`exclude_from` was renamed
+    `exclude_repos_from`), wherever it is nested: a stage's config may wrap its job's (`job`,
+    `sampling`). Raises `KeyError` when no name is found, so a check never passes on a missing field."""
+
+    def find(value, key):
+        if isinstance(value, dict):
+            if key in value:
+                return value[key]
+            value = list(value.values())
+        for v in value if isinstance(value, list) else []:
+            if (found := find(v, key)) is not _ABSENT:
+                return found
+        return _ABSENT
+
+    for key in keys:
+        if (found := find(config, key)) is not _ABSENT:
+            return found
+    raise KeyError(f"none of {keys} in the recorded config")
+
+
+def _path(value) -> str:
+    """A recorded path: a string, or the older `[folder, file]` pair joined."""
+    return value if isinstance(value, str) else "/".join(value)
+
+
+def _subset_size(config) -> int:
+    """The size of the one training subset a tokenize step's config reads (`subset-N.jsonl.gz`)."""
+    (size,) = set(re.findall(r"subset-(\d+)\.jsonl\.gz", json.dumps(config)))
+    return int(size)
+
+
 def _deps(name: str) -> list[str]:
     deps, todo = [], [json.loads((_report_dir(name) / RECORD).read_text())]
     while todo:
@@ -102,14 +137,14 @@ def _reports() -> list[dict]:
 def tiny_models() -> bool:
     """A 2-layer, width-32 Qwen3 pretrained on 60 trajectories, and every arm fine-tuned from it."""
     (base,) = _steps("checkpoints/terminalworld/base-")
-    shape = _config(base)["recipe"]["tiny"]
+    shape = _field(_config(base), "tiny")
     arms = [_config(c) for c in _steps("checkpoints/terminalworld/") if c != base]
     text = _config(next(d for d in _steps("terminalworld/tokenized/pretrain-")))
-    pretrain_rows = int(re.search(r"subset-(\d+)", text["subset"][1]).group(1)) - text["skip"]
+    pretrain_rows = _subset_size(text) - _field(text, "skip")
     return (
         (shape["num_layers"], shape["hidden_dim"], pretrain_rows) == (2, 32, 60)
         and len(arms) == 3
-        and all(base.split("@")[0] in c["init_from"][0] and c["recipe"].get("tiny") is None for c in arms)
+        and all(base.split("@")[0] in _path(_field(c, "init_from")) and _field(c, "tiny") is None for c in arms)
     )
 
 
@@ -118,7 +153,7 @@ def one_scale() -> bool:
     """Every arm trained on the same 40-trajectory subset, at one scale."""
     data = [_config(d) for d in _steps("terminalworld/tokenized/") if "pretrain-" not in d]
     names = {d.split("@")[0].rsplit("-", 1)[1] for d in _steps("terminalworld/tokenized/")}
-    return names == {"demo"} and all(c["subset"][1] == "subset-40.jsonl.gz" and c["skip"] == 0 for c in data)
+    return names == {"demo"} and all(_subset_size(c) == 40 and _field(c, "skip") == 0 for c in data)
 
 
 @cache
@@ -126,14 +161,14 @@ def agent_grade() -> bool:
     """Every model graded as an agent on the same 4 held-out tasks, from repositories unseen in training."""
     report = _json("world-model-probe", "report.json")
     grades = _steps("agent-eval/")
-    (tasks,) = {_config(g)["tasks"] for g in grades}
+    (tasks,) = {_path(_field(_config(g), "tasks")) for g in grades}
     task_step = next(d for d in _steps("terminalworld/tasks/heldout@"))
     return (
         report["agent"]["tasks"] == 4
         and len(grades) == len(_models())
         and all(a["scored_trials"] == 4 for a in report["arms"])
         and tasks.endswith(task_step.replace("@", "/"))
-        and _config(task_step)["exclude_from"] is not None  # repositories unseen in training
+        and bool(_field(_config(task_step), "exclude_from", "exclude_repos_from"))  # repositories unseen in training
     )
 
 
@@ -164,7 +199,7 @@ def sim_weak() -> bool:
 def degeneration_unmeasured() -> bool:
     """A 128-token cap, and no output long enough for the degeneration rule."""
     sim = _json("world-model-probe", "metrics.json")["sim"]["checkpoints"]
-    caps = {_config(d)["decoding"]["max_new_tokens"] for d in _steps("sim-eval/")}
+    caps = {_field(_config(d), "max_new_tokens") for d in _steps("sim-eval/")}
     return caps == {128} and all(
         row[t]["degenerate_rate_long"] is None for row in sim.values() for t in ("tier1", "tier2")
     )
@@ -174,7 +209,7 @@ def degeneration_unmeasured() -> bool:
 def echo_without_signal() -> bool:
     """ECHO's three arms for 5 steps from the demo's full-transcript checkpoint, no reward anywhere."""
     arms = _json("echo-miniature", "echo_report.json")["arms"]
-    policies = {_config(d)["policy"][0] for d in _steps("terminalworld/echo/")}
+    policies = {_path(_field(_config(d), "policy")) for d in _steps("terminalworld/echo/")}
     return (
         set(arms) == {"grpo", "echo", "env-only"}
         and all(len(a["reward_per_step"]) == 5 and not any(a["reward_per_step"]) for a in arms.values())
@@ -189,16 +224,19 @@ def echo_on_policy() -> bool:
     seeds, λ = 0 for GRPO and 0.05 for ECHO, each paired on the demo's held-out trajectories."""
     from terminalworld.train.echo.miniature import EchoRecipe
 
-    configs = {_config(d)["recipe"]["arm"]: _config(d) for d in _steps("terminalworld/echo/")}
+    configs = {_field(_config(d), "arm"): _config(d) for d in _steps("terminalworld/echo/")}
     (heldout,) = _steps("heldout/")
     lam = {arm: EchoRecipe(arm=arm, lam=c["recipe"]["lam"]).loss() for arm, c in configs.items()}
     return (
         set(configs) == {"grpo", "echo", "env-only"}
         and len({c["recipe"]["seed"] for c in configs.values()}) == 1
-        and all(c["tasks"].endswith("/terminalworld/tasks/train/" + heldout.split("@")[1]) for c in configs.values())
-        and all(c["heldout"][0].endswith(heldout.replace("@", "/")) for c in configs.values())
         and all(
-            c["policy"][0].split("/checkpoints/")[1].startswith("terminalworld/full-demo/") for c in configs.values()
+            _path(c["tasks"]).endswith("/terminalworld/tasks/train/" + heldout.split("@")[1]) for c in configs.values()
+        )
+        and all(f"/{heldout.replace('@', '/')}" in _path(c["heldout"]) for c in configs.values())
+        and all(
+            _path(c["policy"]).split("/checkpoints/")[1].startswith("terminalworld/full-demo/")
+            for c in configs.values()
         )
         and (lam["grpo"].lam, lam["echo"].lam, lam["env-only"].env_only) == (0.0, 0.05, True)
     )
@@ -269,21 +307,33 @@ def recorded_corpus() -> bool:
     config = _config(corpus)
     return (
         corpus.startswith("terminalworld/corpus/recorded@")
-        and config["trajectories"] == 160
-        and config["tasks"].endswith(tasks.replace("@", "/"))
-        and _config(tasks)["n"] == 12
+        and _field(config, "trajectories") == 160
+        and _path(_field(config, "tasks")).endswith(tasks.replace("@", "/"))
+        and _field(_config(tasks), "n") == 12
         and _record(subsets)["deps"] == [corpus]
     )
 
 
 @cache
 def one_run() -> bool:
-    """The snapshot's reports are the demo's and ECHO miniature's, from one clean commit."""
+    """The snapshot's reports are the demo's and ECHO miniature's, each from one run at a clean commit of
+    this repository's history (ECHO's may come from an earlier run of its own)."""
+    import subprocess
+
     reports = _reports()
+    in_history = [
+        subprocess.run(
+            ["git", "merge-base", "--is-ancestor", r["provenance"]["base_commit"], "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+        ).returncode
+        == 0
+        for r in reports
+    ]
     return (
         [r["name"] for r in reports]
         == ["terminalworld/reports/world-model-probe", "terminalworld/reports/echo-miniature"]
-        and len({r["provenance"]["base_commit"] for r in reports}) == 1
+        and all(in_history)
         and not any(r["provenance"]["dirty"] for r in reports)
         and [r["provenance"]["command_line"][0] for r in reports]
         == ["experiments/local_demo.py", "experiments/echo_local.py"]
@@ -377,10 +427,11 @@ def grounding_on_demo_rows() -> bool:
     version = heldout.split("@")[1]
 
     return (
-        (_config(heldout)["n"], _config(heldout)["context_turns"], _config(probes)["n"]) == (24, 3, 20)
-        and bool(_config(heldout)["train"])
-        and bool(_config(probes)["exclude_from"])  # unseen repos
-        and _config(next(iter(_steps("terminalworld/corpus/recorded@"))))["max_output_chars"] == 1000
+        (_field(_config(heldout), "n"), _field(_config(heldout), "context_turns"), _field(_config(probes), "n"))
+        == (24, 3, 20)
+        and bool(_field(_config(heldout), "train"))
+        and bool(_field(_config(probes), "exclude_from", "exclude_repos_from"))  # unseen repos
+        and _field(_config(next(iter(_steps("terminalworld/corpus/recorded@")))), "max_output_chars") == 1000
         and f"V={version}" in commands
         and "heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl DATA/heldout.jsonl" in commands
         and "terminalworld/probes/$V/probes.jsonl DATA/probes.jsonl" in commands
@@ -1136,6 +1187,95 @@ def test_the_probe_figures_recompute_from_the_snapshot_rows(snapshot):
         assert c["tokens"] == tokens
         assert c["token_weighted_ppl"] == pytest.approx(math.exp(math.fsum(r["sum_nll"] for r in mine) / tokens))
         assert c["median_ppl"] == pytest.approx(statistics.median(r["ppl"] for r in mine))
+        base = [rows[metrics["base"]][i] for i in common]
+        if c["name"] != metrics["base"]:
+            assert c["beats_base"] == sum(r["ppl"] < b["ppl"] for r, b in zip(mine, base, strict=True))
         for cls, got in (c.get("by_class") or {}).items():
             inside = [r for r in mine if r["target_class"] == cls]
             assert got["n"] == len(inside)
+        if head := c.get("headline"):
+            from terminalworld.core.targets import HEADLINE
+
+            inside = [r for r in mine if r["target_class"] in HEADLINE]
+            assert (head["n"], head["tokens"]) == (len(inside), sum(r["n_target_tokens"] for r in inside))
+            if inside:
+                assert head["median_ppl"] == pytest.approx(statistics.median(r["ppl"] for r in inside))
+    # The agent table's pass@1 and valid-action share, from each model's trial rows.
+    for row in metrics.get("agent", {}).get("rows", []):
+        found = list(snapshot.glob(f"agent-eval/*/{row['name']}/*/trials.jsonl.gz"))
+        if len(found) != 1:
+            continue
+        scored = [t for t in _gz_rows(found[0]) if t["scored"]]
+        assert row["scored"] == len(scored)
+        assert row["pass_at_1"] == pytest.approx(statistics.fmean(t["reward"] for t in scored))
+        assert row["valid_action_rate"] == pytest.approx(
+            statistics.fmean(t["process"]["valid_reply_share"] for t in scored)
+        )
+
+
+README = REPO_ROOT / "README.md"
+
+
+def _gz_rows(path: Path) -> list[dict]:
+    import gzip
+
+    return [json.loads(line) for line in gzip.decompress(path.read_bytes()).decode().splitlines() if line.strip()]
+
+
+def _readme_demo_table() -> dict[str, list[str]]:
+    """The README's headline table of the miniature: its cells by arm (the row's first word)."""
+    part = README.read_text().split("**The miniature**")[1].split("**The pilot**")[0]
+    lines = [x for x in part.splitlines() if x.startswith("| ") and not x.startswith("| arm")]
+    return {cells[0].split()[0]: cells[1:] for cells in ([c.strip() for c in x.strip("|").split("|")] for x in lines)}
+
+
+def _shown(cell: str) -> tuple[float, int]:
+    """A quoted number and its decimals (`**1,167**` is 1167 with 0, `12.5 %` is 12.5 with 1)."""
+    text = cell.strip("* %").replace(",", "")
+    return float(text), len(text.partition(".")[2])
+
+
+def _matches(cell: str, value: float) -> bool:
+    shown, decimals = _shown(cell)
+    return round(value, decimals) == shown
+
+
+def test_the_readme_demo_table_recomputes_from_the_snapshot_rows():
+    """Every figure of the README's table of the miniature is recomputed from the demo snapshot's rows:
+    each arm's median and token-weighted PPL over the headline rows (read + predict) every model
+    scored, the rows it beats the base on, its pass@1 and valid-action share from its agent trials;
+    and the sentence above it counts those rows and their class."""
+    import math
+    import statistics
+
+    from terminalworld.core.targets import HEADLINE
+
+    table = _readme_demo_table()
+    models = {"base": "base", "assistant": "assistant", "full": "full", "user": "user"}
+    assert set(table) == set(models)
+    rows = {m: _scores_rows(SNAPSHOT, m) for m in models}
+    common = sorted(set.intersection(*(set(r) for r in rows.values())))
+    head = [i for i in common if rows["base"][i]["target_class"] in HEADLINE]
+    classes = {rows["base"][i]["target_class"] for i in common}
+    text = re.sub(r"\s+", " ", README.read_text())
+    sentence = f"on the {len(common)} held-out rows that fit and have a target to score"
+    assert sentence in text
+    if classes == {"read"}:
+        assert "(all of class read, so the read + predict headline is every row)" in text
+    # The sentence under the table: (a) above its base, (b) and (c) below it, (c) at or below (b).
+    medians = {m: statistics.median(rows[m][i]["ppl"] for i in head) for m in models}
+    assert "Training on actions only makes the world model worse than its base, while any loss on " in text
+    assert medians["assistant"] > medians["base"] > max(medians["full"], medians["user"])
+    assert "with (c) ≤ (b)" in text and medians["user"] <= medians["full"]
+    for name, cells in table.items():
+        mine = [rows[name][i] for i in head]
+        tokens = sum(r["n_target_tokens"] for r in mine)
+        assert _matches(cells[0], statistics.median(r["ppl"] for r in mine)), name
+        assert _matches(cells[1], math.exp(math.fsum(r["sum_nll"] for r in mine) / tokens)), name
+        wins = sum(rows[name][i]["ppl"] < rows["base"][i]["ppl"] for i in head)
+        assert cells[2] == ("—" if name == "base" else f"{wins} of {len(head)}"), name
+        [trials] = SNAPSHOT.glob(f"agent-eval/heldout-tasks/{name}/*/trials.jsonl.gz")
+        scored = [t for t in _gz_rows(trials) if t["scored"]]
+        assert _matches(cells[3], statistics.fmean(t["reward"] for t in scored)), name
+        valid = statistics.fmean(t["process"]["valid_reply_share"] for t in scored)
+        assert _matches(cells[4], 100 * valid), name

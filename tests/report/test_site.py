@@ -407,7 +407,7 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     its records and manifest name the prefix logically."""
     import gzip
 
-    from terminalworld.report.site import SNAPSHOT_ROWS_BUDGET
+    from terminalworld.report.site import ROW_ARTIFACTS, SNAPSHOT_ROWS_BUDGET
 
     prefix = tmp_path / "prefix"
     shutil.copytree(SNAPSHOT, prefix)
@@ -434,7 +434,10 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
         # Harbor's own records of a job name no machine path at all
         assert gzip.decompress((dest / rel / "jobs" / "config.json.gz").read_bytes()) == b'{"bwrap": "{LOCAL}/bwrap"}'
     manifest = json.loads((dest / SNAPSHOT_MANIFEST).read_text())
-    assert len(manifest["rows"]) == len(rows) and 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
+    # The rows written here, beside those the committed snapshot already carries, and no other artifact's.
+    assert {f"{rel.parent.as_posix()}@{rel.name}" for rel in rows} <= set(manifest["rows"])
+    assert all(r.startswith(ROW_ARTIFACTS) for r in manifest["rows"])
+    assert 0 < manifest["rows_bytes"] <= SNAPSHOT_ROWS_BUDGET
     assert manifest["from"] == [f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"]
     for path in [*dest.rglob(RECORD), dest / SNAPSHOT_MANIFEST]:
         text = path.read_text()

@@ -23,6 +23,7 @@ from terminalworld.grounding import retrieval
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
 from terminalworld.grounding.snapshots import Instance, SnapshotSource, build_store
 from terminalworld.grounding.state import ShadowReader, baseline_of
+from terminalworld.report.grounding import edited_rows
 from terminalworld.sim.probes import probe_row
 
 
@@ -145,6 +146,8 @@ def test_modes_on_real_probe_rows(tok, probe_rows):
     before = retrieved.trajectory(heldout_trajectory(diff), [last(diff)])[last(diff)].block
     after = _grounder(tok, "replayed").trajectory(heldout_trajectory(diff), [last(diff)])[last(diff)].block
     assert "(none)" in before and "modified: " in after and "(none)" not in after  # the prefix's sed -i edit
+    assert g.holds(target(cat)) and not g.holds("no such line in the file at all")  # emulation, not prediction
+    assert list(edited_rows([cat, diff, tb])) == ["p-git_diff"]  # only the diff's session edits first
     hybrid = _grounder(tok, "hybrid")
     for row in (cat, diff):
         h = hybrid.trajectory(heldout_trajectory(row), [last(row)])[last(row)]
@@ -270,3 +273,15 @@ def test_the_snapshot_step_builds_the_store_from_an_instances_file(tmp_path):
     instances.write_text("{not json\n")
     with pytest.raises(InputError, match=r"instances\.jsonl:1"):
         build_store_from(StoreConfig(str(instances), str(tmp_path / "s2"), ""))
+
+
+def test_the_scorer_records_whether_the_target_stands_in_its_block(probe_rows, tmp_path):
+    """A grounded scores row says whether its target stands in its block (the copy rule): a `cat`'s
+    output does (the block is the file), a traceback does not."""
+    from terminalworld.eval.scoring import ScoreConfig, score
+
+    path, out = tmp_path / "h.jsonl", tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(probe_rows[f]) + "\n" for f in ("cat", "traceback")))
+    score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), grounding="retrieved"))
+    got = {r["instance_id"]: r for r in map(json.loads, out.read_text().splitlines()) if not r.get("_summary")}
+    assert (got["p-cat"]["target_in_block"], got["p-traceback"]["target_in_block"]) == (True, False)

@@ -172,6 +172,14 @@ def family(command: str) -> Family:
     return "edit" if "edit" in families else families[0]
 
 
+def edits(command: str) -> bool:
+    """Whether the line changes the repository by `RULES`: any of its simple commands is of the edit
+    family (`sed -i`, a heredoc or other redirection into a file, `git apply`, `mkdir`, `rm`, `cp`, ...),
+    whatever else the line runs. An interpreter that writes files (`python -c "open(...)"`) is
+    execution: the table cannot see inside it."""
+    return any(simple_family(words) == "edit" for words in simple_commands(command))
+
+
 def route(command: str) -> Route:
     """`exact` for read, navigation and edit lines (the shadow answers), `generated` otherwise."""
     return "exact" if family(command) in EXACT_FAMILIES else "generated"

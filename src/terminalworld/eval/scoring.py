@@ -39,7 +39,7 @@ from terminalworld.core.heldout import heldout_trajectory, read_heldout
 from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
-from terminalworld.core.targets import CLASSES, HEADLINE, classify_turn, empty_target
+from terminalworld.core.targets import CLASSES, HEADLINE, classify_turn, empty_target, terminal_text
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, command_family, extract_command
 from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
@@ -226,6 +226,8 @@ def score_rows(
         base = {"instance_id": row["instance_id"], "repo": row.get("repo"), "full_len": len(r.input_ids)}
         base["target_class"] = classify_turn(traj, target_turn)
         base |= {"grounding": cfg.grounding, **(grounded[target_turn].record() if grounder else {})}
+        if grounder:  # whether the target stands in its block (the copy rule): emulation, not prediction
+            base["target_in_block"] = grounded[target_turn].holds(terminal_text(row["target_env"]))
         if empty_target(row):
             yield {**base, "skipped": "empty target observation: only its end-of-turn token would be scored"}
             continue

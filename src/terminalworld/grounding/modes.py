@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from terminalworld.core import routing
+from terminalworld.core.targets import COPY_LINE_SHARE, copy_share
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
@@ -65,6 +66,12 @@ class TurnGrounding:
     served: str | None = None
     block_tokens: int = 0
     cut: bool = False
+
+    def holds(self, text: str) -> bool:
+        """Whether the block holds the terminal text `text` by the copy rule (`core.targets`: the
+        stripped text inside it, or `COPY_LINE_SHARE` of its characters on lines of it): the model
+        can copy the target from its block, which is emulation, not prediction."""
+        return self.block is not None and bool(text.strip()) and copy_share([self.block], text) >= COPY_LINE_SHARE
 
     def record(self) -> dict[str, Any]:
         """The turn's fields in an output row."""

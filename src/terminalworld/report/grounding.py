@@ -1,5 +1,9 @@
 """The grounding report: env PPL per grounding mode and length bucket, fidelity per mode and family,
-and the share of observation tokens the hybrid router serves exactly.
+and the share of observation tokens the hybrid router serves exactly; and grounding measured for
+what it is: per target class (a read target's output stands in its retrieved block: that is
+emulation, not prediction), replayed against retrieved on the rows whose sessions edit the
+repository before the target (elsewhere the two blocks are the same by construction), and which
+rows each model trained on the repos of (unseen is per model).
 
 Inputs are the scorer's and `sim-eval`'s rows files, one per mode, on the same rows (and the
 scores files' summary rows, for the breakdown by family). PPL is token-weighted over the rows a
@@ -12,14 +16,16 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from terminalworld.core.routing import family, route
+from terminalworld.core.heldout import heldout_trajectory
+from terminalworld.core.routing import edits, family, route
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.eval.metrics import BUCKET_LABELS, token_bucket
 from terminalworld.report.figures import save_plot
-from terminalworld.report.tables import Table, table_markdown
+from terminalworld.report.tables import Table, fixed, table_markdown
 
 MODES = ("none", "retrieved", "replayed", "hybrid")
 
@@ -219,7 +225,8 @@ def ppl_plot(tables: dict[str, dict[str, dict[str, Any]]], out: str, name: str, 
 def ppl_by_class(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Per mode and target class (`core.targets`), from the scores rows: token-weighted PPL of the
     scored rows and their count, the headline (read + predict) beside them, and (hybrid) the rows the
-    shadow served. Rows without a class (scores made before it) are left out."""
+    shadow served, and (rows that record it) how many scored targets stand verbatim in their block.
+    Rows without a class (scores made before it) are left out."""
     from terminalworld.core.targets import CLASSES, HEADLINE
 
     out: dict[str, dict[str, Any]] = {}
@@ -230,6 +237,8 @@ def ppl_by_class(rows_by_mode: dict[str, list[dict[str, Any]]]) -> dict[str, dic
             inside = [r for r in rows if r["target_class"] in (HEADLINE if cls == "headline" else (cls,))]
             scored = [r for r in inside if "ppl" in r]
             per[cls] = {"n": len(scored), "ppl": _ppl(scored), "served": len(inside) - len(scored)}
+            if any("target_in_block" in r for r in scored):
+                per[cls]["in_block"] = sum(bool(r.get("target_in_block")) for r in scored)
         out[mode] = per
     return out
 
@@ -254,6 +263,118 @@ def class_table(table: dict[str, dict[str, Any]]) -> str:
         for m in modes:
             c = table[m][cls]
             text = "–" if c["ppl"] is None else f"{c['ppl']:.2f} ({c['n']})"
+            text += f"; {c['in_block']} verbatim in block" if c.get("in_block") else ""
             cells.append(text + (f"; {c['served']} served exactly" if c["served"] else ""))
         rows.append([label, *cells])
     return table_markdown(Table(["target class", *modes], rows))
+
+
+# Replayed against retrieved: only a session that changes the repository before its target can
+# make the two blocks differ, so they are compared on those rows alone.
+
+PAIRED_MODES = ("none", "retrieved", "replayed")  # hybrid serves read and edit targets: another row set
+
+
+def edits_before(traj: Trajectory, index: int) -> list[int]:
+    """The 0-based turns before `index` whose command edits the repository (`core.routing.edits`)."""
+    return [t for t, turn in enumerate(traj.turns[:index]) if edits(extract_command(turn.action) or "")]
+
+
+def edited_rows(heldout: Iterable[dict[str, Any]]) -> dict[str, list[int]]:
+    """The held-out rows whose session edits the repository before the target, by instance id, each
+    with the context turns that edit: only there can `replayed` (the state after the session's
+    commands) differ from `retrieved` (the state as the episode began)."""
+    out: dict[str, list[int]] = {}
+    for row in heldout:
+        traj = heldout_trajectory(row)
+        if turns := edits_before(traj, len(traj.turns) - 1):
+            out[row["instance_id"]] = turns
+    return out
+
+
+def modes_on(
+    rows_by_mode: dict[str, list[dict[str, Any]]], ids: Iterable[str], modes: tuple[str, ...] = PAIRED_MODES
+) -> dict[str, Any]:
+    """The grounding modes on the rows of `ids` that every one of `modes` scored (paired: the same
+    rows and target tokens, only the block differs): per mode the tokens, token-weighted and median
+    PPL; how many rows replayed scores below retrieved; on how many the two blocks differ in length
+    (the edit touched what the target's command reads)."""
+    wanted = set(ids)
+    present = [m for m in modes if m in rows_by_mode]
+    scored = {
+        m: {r["instance_id"]: r for r in rows_by_mode[m] if r["instance_id"] in wanted and "ppl" in r} for m in present
+    }
+    common = sorted(set.intersection(*(set(s) for s in scored.values()))) if present else []
+    out: dict[str, Any] = {"rows": len(wanted), "scored": len(common), "ids": common, "modes": {}}
+    for m in present:
+        mine = [scored[m][i] for i in common]
+        out["modes"][m] = {
+            "tokens": sum(r["n_target_tokens"] for r in mine),
+            "ppl": _ppl(mine),
+            "median_ppl": statistics.median(r["ppl"] for r in mine) if mine else None,
+        }
+    if {"retrieved", "replayed"} <= set(present):
+        a, b = scored["retrieved"], scored["replayed"]
+        out["replayed_below_retrieved"] = sum(b[i]["ppl"] < a[i]["ppl"] for i in common)
+        out["blocks_differ"] = sum(b[i].get("grounding_tokens") != a[i].get("grounding_tokens") for i in common)
+    return out
+
+
+def edited_table(result: dict[str, Any]) -> str:
+    """`modes_on`'s result as Markdown: a line per mode."""
+    rows = [
+        [m, str(result["scored"]), str(c["tokens"]), fixed(c["ppl"]), fixed(c["median_ppl"])]
+        for m, c in result["modes"].items()
+    ]
+    return table_markdown(Table(["grounding", "rows", "target tokens", "token-weighted PPL", "median PPL"], rows))
+
+
+def edited_sentence(result: dict[str, Any], total: int) -> str:
+    """What `modes_on` found on the edited rows, in words: how many rows there are, of `total`."""
+    n = result["rows"]
+    head = f"{n} of the {total} rows' sessions edit the repository before the target"
+    if not n:
+        return head + ": retrieved and replayed read the same state on every row, so they cannot differ here."
+    text = f"{head}; {result['scored']} of them are scored in every mode."
+    if "replayed_below_retrieved" in result:
+        text += (
+            f" Replayed scores below retrieved on {result['replayed_below_retrieved']} of them, and its block "
+            f"differs in length from retrieved's on {result['blocks_differ']}."
+        )
+    return text
+
+
+# Unseen per model: a held-out row is unseen by a model only when the model never trained on its repo.
+
+
+def training_repos(files: list[str] | str, skip: int = 0) -> set[str]:
+    """The repos of records `skip`.. of a training subset (what a tokenize step with this `skip`
+    reads: the pretraining text of a demo base skips the SFT rows)."""
+    from terminalworld.core.formats import iter_trajectories
+    from terminalworld.core.records import BadLine
+
+    repos: set[str] = set()
+    for k, item in enumerate(iter_trajectories(files)):
+        if k >= skip and not isinstance(item, BadLine) and item[1].repo:
+            repos.add(item[1].repo)
+    return repos
+
+
+def seen_rows(
+    heldout: Iterable[dict[str, Any]], repos_by_model: dict[str, set[str]], ids: Iterable[str] | None = None
+) -> dict[str, list[str]]:
+    """Per model, the held-out rows (of `ids` when given, e.g. the scored ones) whose repo the model
+    trained on (`repos_by_model`: every training subset it saw, its init's included): for that model
+    those rows are not unseen."""
+    wanted = None if ids is None else set(ids)
+    rows = [r for r in heldout if wanted is None or r["instance_id"] in wanted]
+    return {
+        model: sorted(r["instance_id"] for r in rows if r.get("repo") in repos)
+        for model, repos in repos_by_model.items()
+    }
+
+
+def unseen_table(seen: dict[str, list[str]], total: int) -> str:
+    """Per model, the rows from repos it trained on and the rows unseen by it, of `total`."""
+    rows = [[m, f"{len(ids)} of {total}", str(total - len(ids))] for m, ids in seen.items()]
+    return table_markdown(Table(["model", "rows from repos it trained on", "unseen rows"], rows))
