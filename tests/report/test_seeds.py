@@ -8,16 +8,8 @@ import numpy as np
 import pytest
 
 from terminalworld.eval.metrics import Results
-from terminalworld.report.seeds import (
-    findings,
-    findings_blocks,
-    ladder_over_seeds,
-    ladder_seed_blocks,
-    needs,
-    opposite_directions,
-    probe_blocks,
-    probe_over_seeds,
-)
+from terminalworld.report.seeds import findings, ladder_over_seeds, needs, opposite_directions, probe_over_seeds
+from terminalworld.report.seeds_tables import findings_blocks, ladder_seed_blocks, probe_blocks
 from terminalworld.report.tables import to_markdown
 from terminalworld.report.verdict import FAILS, HOLDS, UNTOLD, combine, verdict, wilcoxon
 

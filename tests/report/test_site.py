@@ -12,17 +12,9 @@ from pathlib import Path
 import pytest
 
 from terminalworld.errors import InputError
-from terminalworld.report.site import (
-    HOST_RECORDS,
-    RECORD,
-    SNAPSHOT_MANIFEST,
-    DocsBuildConfig,
-    build_docs,
-    default_results,
-    find_reports,
-    locked_versions,
-    upstream,
-)
+from terminalworld.report.pages import RECORD, upstream
+from terminalworld.report.site import DocsBuildConfig, build_docs, default_results, find_reports, locked_versions
+from terminalworld.report.snapshot import HOST_RECORDS, SNAPSHOT_MANIFEST
 from tests.paths import FIXTURES, REPO_ROOT
 from tests.report.conftest import SNAPSHOT, STRICT_BUILD_SECONDS, copy_docs, mkdocs_build
 from tests.report.test_browser import _machine_paths
@@ -407,7 +399,7 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     its records and manifest name the prefix logically."""
     import gzip
 
-    from terminalworld.report.site import ROW_ARTIFACTS, SNAPSHOT_ROWS_BUDGET
+    from terminalworld.report.snapshot import ROW_ARTIFACTS, SNAPSHOT_ROWS_BUDGET
 
     prefix = tmp_path / "prefix"
     shutil.copytree(SNAPSHOT, prefix)

@@ -345,6 +345,12 @@ def dumps_row(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+def exists(path: str) -> bool:
+    """Whether `path` (local or any fsspec URL) exists."""
+    fs, p = url_to_fs(path)
+    return fs.exists(p)
+
+
 def read_json(path: str) -> Any:
     """A JSON file, local or remote; raises `InputError` naming the file when it cannot be read or
     is not JSON."""

@@ -39,7 +39,6 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from terminalworld.core.heldout import heldout_trajectory
 from terminalworld.core.routing import program, simple_commands, simple_family
 from terminalworld.core.trajectories import SUBMIT_SENTINEL, Trajectory, extract_command, split_observation
 
@@ -148,6 +147,10 @@ def classify_turn(traj: Trajectory, index: int) -> TargetClass:
 
 def classify(row: dict[str, Any]) -> TargetClass:
     """The class of a held-out row's target (`{system, task, prefix, target_cmd, target_env}`)."""
+    # Imported here: the rule itself loads in Harbor's environment (grounding's copy check), which
+    # has no fsspec for the row readers.
+    from terminalworld.core.heldout import heldout_trajectory
+
     traj = heldout_trajectory(row)
     return classify_turn(traj, len(traj.turns) - 1)
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from fsspec.core import url_to_fs as _fs
 
-from terminalworld.core.records import read_json
+from terminalworld.core.records import exists, read_json
+from terminalworld.errors import InputError
 from terminalworld.pipeline import artifacts
 from terminalworld.report.tables import Block, Heading, Table, markdown_lines
 
@@ -81,11 +82,6 @@ class ReportType:
 
 # Every report type with a page, by artifact name; `probe_page` shows how one is added.
 REPORT_TYPES: dict[str, ReportType] = {}
-
-
-def exists(path: str) -> bool:
-    """Whether `path` (local or any fsspec URL) exists."""
-    return _fs(path)[0].exists(_fs(path)[1])
 
 
 def read_json_at(*parts: str) -> Any:
@@ -174,3 +170,49 @@ PILOT = ReportType(
     "section gives the command that runs it.",
 )
 REPORT_TYPES[PILOT.artifact] = PILOT
+
+
+RECORD = ".artifact.json"
+
+
+LOGICAL_PREFIX = "{MARIN_PREFIX}"  # how a page names a local prefix
+
+
+def prefix_of(path: str, record: dict[str, Any]) -> str | None:
+    """The prefix an artifact folder sits in (`{prefix}/{name}/{version}`), if it does."""
+    suffix = f"/{record.get('name')}/{record.get('version')}"
+    return path.rstrip("/")[: -len(suffix)] if path.rstrip("/").endswith(suffix) else None
+
+
+def is_local(path: str) -> bool:
+    """Whether `path` is a local folder (no URL scheme, or `file://`)."""
+    return "://" not in path or path.startswith("file://")
+
+
+def read_artifact(path: str) -> Artifact:
+    """The artifact at `path`; raises `InputError` when it has no `.artifact.json` record."""
+    path = path.rstrip("/")
+    if not exists(posixpath.join(path, RECORD)):
+        raise InputError(f"{path}: no {RECORD} here: not a finished Marin artifact")
+    record = read_json_at(path, RECORD)
+    return Artifact(path, record, prefix_of(path, record), f"{record.get('name')}@{record.get('version')}")
+
+
+def upstream(report: Artifact) -> list[tuple[str, str, dict[str, Any] | None]]:
+    """Every step the report depends on, transitively, as `(name@version, path, record or None)`; a
+    record is looked for at its recorded path, in the prefix the report was read from, then built in."""
+    seen: dict[str, tuple[str, str, dict[str, Any] | None]] = {}
+    todo = [report.record]
+    while todo:
+        rec = todo.pop(0)
+        roots = (report.root, prefix_of(rec.get("output_path", ""), rec))  # read from, built in
+        for i, dep in enumerate(rec.get("deps") or []):
+            if dep in seen:
+                continue
+            rel = "/".join(dep.rpartition("@")[::2])
+            where = (rec.get("dep_paths") or [])[i : i + 1] + [posixpath.join(r, rel) for r in roots if r]
+            found = next((w for w in where if exists(posixpath.join(w, RECORD))), None)
+            dep_rec = read_json_at(found, RECORD) if found else None
+            seen[dep] = (dep, (dep_rec or {}).get("output_path") or (where or [rel])[-1], dep_rec)
+            todo += [dep_rec] if dep_rec else []
+    return list(seen.values())

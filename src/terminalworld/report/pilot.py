@@ -115,12 +115,11 @@ def from_trials(summary_path: str) -> dict[str, Any]:
     import json
 
     from terminalworld.agent.compare import per_task
-    from terminalworld.core.records import iter_lines
+    from terminalworld.core.records import exists, iter_lines
     from terminalworld.errors import ResultsError
-    from terminalworld.report.pages import exists
 
     summary = read_json(summary_path)
-    # A snapshot keeps its rows gzip-compressed (`site.ROW_SUFFIXES`).
+    # A snapshot keeps its rows gzip-compressed (`report.snapshot.ROW_SUFFIXES`).
     here = [
         p for name in (TRIALS, TRIALS + ".gz") if exists(p := posixpath.join(posixpath.dirname(summary_path), name))
     ]
@@ -178,11 +177,11 @@ def seed_report(
 
 def seeds_blocks(doc: dict[str, Any]) -> list[Block]:
     """The report over seeds as blocks: the findings first, then the probe and the ladder."""
-    from terminalworld.report import seeds
+    from terminalworld.report import seeds_tables
 
-    blocks = [*seeds.findings_blocks(doc["findings"], doc["needs"]), *seeds.probe_blocks(doc["probe"])]
+    blocks = [*seeds_tables.findings_blocks(doc["findings"], doc["needs"]), *seeds_tables.probe_blocks(doc["probe"])]
     if doc.get("ladder"):
-        blocks += seeds.ladder_seed_blocks(doc["ladder"], doc["opposite"])
+        blocks += seeds_tables.ladder_seed_blocks(doc["ladder"], doc["opposite"])
     return blocks
 
 

@@ -12,12 +12,10 @@ command's output says so. Pages name an artifact by its logical path, `{MARIN_PR
 from __future__ import annotations
 
 import ast
-import gzip
 import json
 import os
 import pkgutil
 import posixpath
-import re
 import shlex
 import shutil
 import subprocess
@@ -30,32 +28,26 @@ import yaml
 from fsspec.core import url_to_fs as _fs
 
 import terminalworld
+from terminalworld.core.records import exists
 from terminalworld.errors import InputError
 from terminalworld.options import option
-from terminalworld.report.pages import REPORT_TYPES, Artifact, Page, exists, read_json_at
+from terminalworld.report.pages import (
+    LOGICAL_PREFIX,
+    RECORD,
+    REPORT_TYPES,
+    Artifact,
+    Page,
+    is_local,
+    prefix_of,
+    read_artifact,
+    upstream,
+)
+from terminalworld.report.snapshot import SNAPSHOT_MANIFEST, snapshot
 from terminalworld.report.tables import Heading, Table, cell
 
-RECORD = ".artifact.json"
 GENERATED = ("results", "reference", "benchmarks")  # folders under --out that every build replaces
 SUBPACKAGES = ("core", "env", "corpus", "tasks", "train", "eval", "agent", "sim", "report", "pipeline")
-SNAPSHOT_MANIFEST = "snapshot.json"
 SNAPSHOTS = "snapshots"  # under the docs folder: the committed snapshots a build without --results uses
-LOGICAL_PREFIX = "{MARIN_PREFIX}"  # how a page names a local prefix
-SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: a report's own files are small JSON and plots
-# The rows a page's numbers are computed from travel with the snapshot, gzip-compressed: the files of
-# these upstream artifacts (held-out rows, per-checkpoint scores at every depth, agent trials,
-# simulator rows, probe rows). Budget, stated on docs/evaluation.md: 24 MiB compressed per snapshot.
-# `sim-ppl-eval/` is the scores' name in snapshots committed before the probe's artifacts were renamed.
-ROW_ARTIFACTS = ("heldout/", "probe-eval/", "sim-ppl-eval/", "agent-eval/", "sim-eval/", "terminalworld/probes")
-ROW_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".txt", ".log", ".diff", ".patch")
-SNAPSHOT_ROWS_BUDGET = 24 << 20
-# Files the host writes about a Harbor job (not session text), whose machine paths are all renamed.
-HOST_RECORDS = frozenset(
-    {"config.json", "lock.json", "result.json", "job_spec.json", "harbor_result.json", "harbor.log"}
-)
-_MACHINE_PATH = re.compile(
-    r"(?<![\w.~{}-])/(?:home|root|tmp|work|Users|mnt|private|var/folders|opt|srv)/[^\s`'\",)\]]*"
-)
 TABLES = "results/tables.json"  # each generated page's tables, by first-column labels
 MARKER = ".generated"  # in each generated folder: written by this command
 
@@ -76,33 +68,14 @@ class DocsBuildConfig:
     checkout: str = option(".", help="git checkout holding the Reproduce commits and benchmarks/results")
 
 
-def _prefix_of(path: str, record: dict[str, Any]) -> str | None:
-    """The prefix an artifact folder sits in (`{prefix}/{name}/{version}`), if it does."""
-    suffix = f"/{record.get('name')}/{record.get('version')}"
-    return path.rstrip("/")[: -len(suffix)] if path.rstrip("/").endswith(suffix) else None
-
-
-def _is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file://")
-
-
 def shown_path(path: str | None, record: dict[str, Any] | None) -> str:
     """How a page names an artifact's folder: a remote path as it is, a local one by its logical
     path under `{MARIN_PREFIX}` (never the building machine's folder), else by `name@version`."""
-    if path and not _is_local(path):
+    if path and not is_local(path):
         return path
-    if record and path and _prefix_of(path, record) is not None:
+    if record and path and prefix_of(path, record) is not None:
         return f"{LOGICAL_PREFIX}/{record.get('name')}/{record.get('version')}"
     return f"{record.get('name')}@{record.get('version')}" if record else "—"
-
-
-def read_artifact(path: str) -> Artifact:
-    """The artifact at `path`; raises `InputError` when it has no `.artifact.json` record."""
-    path = path.rstrip("/")
-    if not exists(posixpath.join(path, RECORD)):
-        raise InputError(f"{path}: no {RECORD} here: not a finished Marin artifact")
-    record = read_json_at(path, RECORD)
-    return Artifact(path, record, _prefix_of(path, record), f"{record.get('name')}@{record.get('version')}")
 
 
 def find_reports(location: str) -> list[Artifact]:
@@ -121,26 +94,6 @@ def find_reports(location: str) -> list[Artifact]:
         if a.record.get("name") not in REPORT_TYPES:
             raise InputError(f"{a.path}: no page renders {a.record.get('name')!r} artifacts")
     return found
-
-
-def upstream(report: Artifact) -> list[tuple[str, str, dict[str, Any] | None]]:
-    """Every step the report depends on, transitively, as `(name@version, path, record or None)`; a
-    record is looked for at its recorded path, in the prefix the report was read from, then built in."""
-    seen: dict[str, tuple[str, str, dict[str, Any] | None]] = {}
-    todo = [report.record]
-    while todo:
-        rec = todo.pop(0)
-        roots = (report.root, _prefix_of(rec.get("output_path", ""), rec))  # read from, built in
-        for i, dep in enumerate(rec.get("deps") or []):
-            if dep in seen:
-                continue
-            rel = "/".join(dep.rpartition("@")[::2])
-            where = (rec.get("dep_paths") or [])[i : i + 1] + [posixpath.join(r, rel) for r in roots if r]
-            found = next((w for w in where if exists(posixpath.join(w, RECORD))), None)
-            dep_rec = read_json_at(found, RECORD) if found else None
-            seen[dep] = (dep, (dep_rec or {}).get("output_path") or (where or [rel])[-1], dep_rec)
-            todo += [dep_rec] if dep_rec else []
-    return list(seen.values())
 
 
 def _git(checkout: str, *args: str) -> str | None:
@@ -175,11 +128,11 @@ def reproduce(page: Page, report: Artifact, repo_url: str, checkout: str, releas
         page.add(f"    the commit below (tree `{prov.get('tree_hash')}`); the commit alone does not reproduce it.\n")
     if not known:
         page.add(f'!!! warning "Unknown commit"\n\n    `{commit}` is not in the history of this checkout.\n')
-    argv, prefix = list(prov.get("command_line") or ["?"]), _prefix_of(rec.get("output_path", ""), rec)
+    argv, prefix = list(prov.get("command_line") or ["?"]), prefix_of(rec.get("output_path", ""), rec)
     # A script ran as `python x.py`, a console script by its name; both under the prefix they wrote to.
     # A local prefix is the building machine's folder: the rerun writes to the experiments' default.
     run = ["python", *argv] if argv[0].endswith(".py") else [os.path.basename(argv[0]), *argv[1:]]
-    remote = prefix is not None and not _is_local(prefix)
+    remote = prefix is not None and not is_local(prefix)
     rerun = (f"MARIN_PREFIX={shlex.quote(prefix)} " if remote else "") + shlex.join(["uv", "run", *run])
     page.add(f"""### Reproduce
 
@@ -232,8 +185,8 @@ def results_pages(reports: list[Artifact], cfg: DocsBuildConfig, repo_url: str) 
 def _without_machine_paths(line: str, report: Artifact) -> str:
     """`line` with the local prefixes the report was built in or read from named logically (a report's
     own Markdown may quote paths)."""
-    recorded = _prefix_of(report.record.get("output_path", ""), report.record)
-    for root in sorted({r for r in (recorded, report.root) if r and _is_local(r)}, key=len, reverse=True):
+    recorded = prefix_of(report.record.get("output_path", ""), report.record)
+    for root in sorted({r for r in (recorded, report.root) if r and is_local(r)}, key=len, reverse=True):
         line = line.replace(root.rstrip("/") + "/", LOGICAL_PREFIX + "/")
     return line
 
@@ -313,117 +266,6 @@ def reference_pages(out: str) -> list[Page]:
         page.add(*(f"::: {m.name}\n" for m in sorted(modules, key=lambda m: m.name) if not m.ispkg))
         pages.append(page)
     return pages
-
-
-def logical(value: Any, roots: list[str]) -> Any:
-    """`value` (a record, any JSON) with every local prefix in `roots` named `{MARIN_PREFIX}` and any
-    other absolute machine path (a home, temporary or work folder, `_MACHINE_PATH`) by its last
-    component under `{LOCAL}`: a committed snapshot names no folder of the machine that built it."""
-    if isinstance(value, dict):
-        return {k: logical(v, roots) for k, v in value.items()}
-    if isinstance(value, list):
-        return [logical(v, roots) for v in value]
-    if not isinstance(value, str):
-        return value
-    return _MACHINE_PATH.sub(lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/")), _rooted(value, roots))
-
-
-def _rooted(value: str, roots: list[str]) -> str:
-    """`value` with every local prefix in `roots` named `{MARIN_PREFIX}`, and nothing else changed."""
-    for root in sorted({r.rstrip("/") for r in roots if r and _is_local(r)}, key=len, reverse=True):
-        value = value.replace(root + "/", LOGICAL_PREFIX + "/")
-        value = LOGICAL_PREFIX if value == root else value
-    return value
-
-
-def _row_files(folder: str) -> list[tuple[str, int]]:
-    """(relative path, size) of the row files under an artifact folder, in path order."""
-    fs, p = _fs(folder)
-    if not fs.isdir(p):
-        return []
-    out = []
-    for full, info in sorted(fs.find(p, detail=True).items()):
-        rel = posixpath.relpath(full, p)
-        if rel != RECORD and rel.endswith(ROW_SUFFIXES) and info.get("type") == "file":
-            out.append((rel, int(info.get("size") or 0)))
-    return out
-
-
-def copy_rows(folder: str, here: Path, roots: list[str]) -> int:
-    """Copy the row files of the artifact at `folder` into `here`, each gzip-compressed (mtime 0, so
-    the same rows give the same bytes), with the prefix named logically; Harbor's own records of a
-    job (`HOST_RECORDS`: configs, results, logs, which name the job folder, the task's path and
-    tracebacks) get every machine path named logically too (`logical`), while rows of session text
-    keep every other path as the session printed it; returns the bytes written."""
-    fs, _ = _fs(folder)
-    written = 0
-    for rel, _size in _row_files(folder):
-        with fs.open(posixpath.join(_fs(folder)[1], rel), "rb") as f:
-            data = f.read()
-        target = here / (rel if rel.endswith(".gz") else rel + ".gz")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if rel.endswith(".gz"):
-            data = gzip.decompress(data)
-        text = data.decode("utf-8", errors="surrogateescape")
-        text = (
-            logical(text, roots)
-            if posixpath.basename(rel).removesuffix(".gz") in HOST_RECORDS
-            else _rooted(text, roots)
-        )
-        data = gzip.compress(text.encode("utf-8", errors="surrogateescape"), mtime=0)
-        target.write_bytes(data)
-        written += len(data)
-    return written
-
-
-def snapshot(reports: list[Artifact], dest: str) -> list[Artifact]:
-    """Copy each report's files and its upstream records into `dest`, laid out as a prefix, replacing
-    an earlier snapshot; with them the rows its numbers come from (`ROW_ARTIFACTS`' files, gzipped,
-    within `SNAPSHOT_ROWS_BUDGET`). Every record and the manifest name paths logically (`logical`).
-    Returns the copies. Raises `InputError` for big report files, rows over the budget, or a
-    non-snapshot `dest`."""
-    if os.path.isdir(dest) and os.listdir(dest) and not os.path.exists(os.path.join(dest, SNAPSHOT_MANIFEST)):
-        raise InputError(f"{dest}: refusing to replace a folder that is not a snapshot (no {SNAPSHOT_MANIFEST})")
-    if any(os.path.abspath(r.path).startswith(os.path.abspath(dest) + os.sep) for r in reports):
-        raise InputError(f"{dest}: a snapshot cannot be taken from itself")
-    shutil.rmtree(dest, ignore_errors=True)
-    copied, rows_bytes, row_sets = [], 0, []
-    for report in reports:
-        roots = [r for r in (report.root, _prefix_of(report.record.get("output_path", ""), report.record)) if r]
-        here = os.path.join(dest, report.record["name"], report.record["version"])
-        os.makedirs(here)
-        for name in report.files():
-            fs, p = _fs(posixpath.join(report.path, name))
-            if fs.isdir(p) or fs.size(p) > SNAPSHOT_MAX_BYTES:
-                raise InputError(f"{report.path}/{name}: a snapshot holds small files only (2 MiB at most)")
-            fs.get(p, os.path.join(here, name))
-        Path(here, RECORD).write_text(json.dumps(logical(report.record, roots), indent=2) + "\n")
-        for dep, path, rec in upstream(report):
-            if not rec:
-                continue
-            folder = Path(dest, *dep.rpartition("@")[::2])
-            folder.mkdir(parents=True, exist_ok=True)
-            dep_roots = [*roots, _prefix_of(rec.get("output_path", ""), rec) or ""]
-            (folder / RECORD).write_text(json.dumps(logical(rec, dep_roots), indent=2) + "\n")
-            # Rows are read where the record says they were built, else from the prefix read from.
-            where = [w for w in (path, report.root and posixpath.join(report.root, *dep.rpartition("@")[::2])) if w]
-            src = next((w for w in where if os.path.isdir(w) or (not _is_local(w) and exists(w))), None)
-            if rec.get("name", "").startswith(ROW_ARTIFACTS) and src and (n := copy_rows(src, folder, dep_roots)):
-                rows_bytes += n
-                row_sets.append(dep)
-        copied.append(read_artifact(here))
-    if rows_bytes > SNAPSHOT_ROWS_BUDGET:
-        shutil.rmtree(dest, ignore_errors=True)
-        raise InputError(f"{dest}: {rows_bytes:,} bytes of rows exceed the snapshot budget of {SNAPSHOT_ROWS_BUDGET:,}")
-    manifest = {
-        "from": [f"{LOGICAL_PREFIX}/{r.record['name']}/{r.record['version']}" for r in reports],
-        "reports": [r.ident for r in reports],
-        "rows": sorted(set(row_sets)),
-        "rows_bytes": rows_bytes,
-        "rows_budget_bytes": SNAPSHOT_ROWS_BUDGET,
-    }
-    Path(dest, SNAPSHOT_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    return copied
 
 
 def repo_url_of(cfg: DocsBuildConfig) -> str:
