@@ -138,7 +138,9 @@ def snapshot(reports: list[Artifact], dest: str) -> list[Artifact]:
             # Rows are read where the record says they were built, else from the prefix read from.
             where = [w for w in (path, report.root and posixpath.join(report.root, *dep.rpartition("@")[::2])) if w]
             src = next((w for w in where if os.path.isdir(w) or (not is_local(w) and exists(w))), None)
-            if rec.get("name", "").startswith(ROW_ARTIFACTS) and src and (n := copy_rows(src, folder, dep_roots)):
+            # A step two reports share (the held-out rows) travels, and counts, once.
+            wanted = rec.get("name", "").startswith(ROW_ARTIFACTS) and dep not in row_sets
+            if wanted and src and (n := copy_rows(src, folder, dep_roots)):
                 rows_bytes += n
                 row_sets.append(dep)
         copied.append(read_artifact(here))
