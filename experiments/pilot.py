@@ -31,7 +31,7 @@ scores only rows within that window (`window=seq_len`; longer rows are skipped w
 a trajectory longer than the window is split into pieces of at most 8,191 tokens (nothing is cut),
 and the report counts the trajectories split, the real tokens and loss tokens of every scale.
 
-**The recipe, revised before the run (2026.12.06.1)**, each change for a reason:
+**The recipe, revised before the run (2026.12.06.2)**, each change for a reason:
 - *Two seeds per arm* (`seeds`): each seed is a full set of nested scales of its own run, with its own
   data order (Levanter's permutation of the same packed sequences, keyed by the seed: a continued
   run keeps it) and its own sampled agent attempts; one seed cannot tell the scale effect from the
@@ -161,8 +161,9 @@ class Pilot:
     # .1: distinct from the demo's versions, as both write the same step names; 2026.12.05.1: the
     # 8,192-token window, split trajectories and the trained-window probe (the committed run is
     # 2026.12.04.1); 2026.12.06.1: the revised recipe (two seeds, the base control, the ladder's two
-    # levels, sized to the floors; see "The recipe, revised" in the module's docstring)
-    version: str = "2026.12.06.1"
+    # levels, sized to the floors; see "The recipe, revised" in the module's docstring); .2: 80
+    # held-out rows (see heldout_n), before any checkpoint was scored
+    version: str = "2026.12.06.2"
     base: str = "smollm2"  # SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32 (an HF folder or asset name)
     tokenizer: str = "smollm2"  # the base's own tokenizer and ChatML template
     # Corpus: exploration trajectories plus solving episodes; observations capped at 2,000 characters
@@ -189,9 +190,11 @@ class Pilot:
     weight_decay: float = 0.1
     max_grad_norm: float = 30.0
     # The probe: rows from repos unseen in training, 14 context turns as the write-up, every depth;
-    # 64 rows so that at least 40 read + predict targets remain after copies and skipped rows (the
-    # first pilot kept 25 read + predict of 41 scored rows, 6 of them sentinels, now never drawn).
-    heldout_n: int = 64
+    # 80 rows so that at least 40 read + predict targets remain after copies, empty targets and rows
+    # past the window (the first pilot kept 25 read + predict of 41 scored rows, 6 of them sentinels,
+    # now never drawn; this corpus's draw of 64 gave 39 read, 1 predict, 13 copy and 11 empty targets
+    # before the window: exactly the floor, with nothing left for rows past it).
+    heldout_n: int = 80
     context_turns: int = 14
     expected_row_tokens: int = 3500  # for the estimate only, until the held-out set exists
     # The agent grade on the task ladder (`tasks.make.LEVELS`: the same bugs with more help at each
@@ -248,7 +251,7 @@ PRESETS = {
         sft_size=90,
         scale_steps=(9, 27, 81),
         seq_len=8192,
-        heldout_n=64,
+        heldout_n=80,
         agent_tasks=24,
         attempts=8,
         concurrent_trials=8,
