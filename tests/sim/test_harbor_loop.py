@@ -1,18 +1,18 @@
 """`agent-eval --environment simulated` after Harbor's job (`sim.harbor_loop`), on a job folder laid
-out as Harbor writes it: the grounding mode is in every trial row, every closed-loop row and the
-summary; each route's share counts the real output; `--grounding` without a simulator is refused."""
+out as Harbor writes it: the grounding mode is in every closed-loop row and their summary; each
+route's share counts the real output; `--grounding` without a simulator is refused."""
 
 import json
 from pathlib import Path
 
 import pytest
 
-import terminalworld.sim.harbor_loop as harbor_loop
-from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig
+from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig, agent_eval
 from terminalworld.agent.harbor import runtime
 from terminalworld.agent.results import trial_row
 from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
+from terminalworld.sim.harbor_loop import write_closed_loop
 
 TURNS = [  # a generated turn whose capped text is short, then one the shadow served exactly
     {"command": "python -m pytest", "simulated": "1 passed", "real": "x" * 400, "route": "generated"},
@@ -20,9 +20,8 @@ TURNS = [  # a generated turn whose capped text is short, then one the shadow se
 ]
 
 
-def _fake_agent_eval(cfg):
-    """What `agent.evaluate.agent_eval` leaves: one trial of Harbor's job, `trials.jsonl`, `summary.json`."""
-    out = Path(cfg.out)
+def _job(out: Path) -> Path:
+    """What Harbor leaves of a simulated job: one trial, its shadow log, its result."""
     trial = out / "jobs" / JOB_NAME / "t1__abc"
     (trial / "agent").mkdir(parents=True)
     result = {
@@ -35,30 +34,22 @@ def _fake_agent_eval(cfg):
     (trial / "agent" / "trajectory.json").write_text(json.dumps({"metadata": {"outcome": "submitted"}}))
     timing = {"sim_seconds": 0.5, "sim_tokens": 3, "real_seconds": 0.1, "grounding_tokens": 0}
     (trial / "agent" / SHADOW_LOG).write_text("".join(json.dumps({**t, **timing}) + "\n" for t in TURNS))
-    # agent_eval records the mode of a simulated environment in its rows and summary.
-    (out / "trials.jsonl").write_text(json.dumps({**trial_row(result), "grounding": cfg.grounding}) + "\n")
-    summary = {"pass_at_1": 1.0, "scored_trials": 1, "grounding": cfg.grounding}
-    (out / "summary.json").write_text(json.dumps(summary))
-    return summary
+    assert trial_row(result)["task"] == "t1"
+    return trial.parent
 
 
-def test_the_mode_is_in_every_row_and_the_summary(tmp_path, monkeypatch):
-    monkeypatch.setattr(harbor_loop, "agent_eval", _fake_agent_eval)
-    cfg = AgentEvalConfig(tasks=str(tmp_path), out=str(tmp_path / "out"), environment="simulated", grounding="hybrid")
-    s = harbor_loop.agent_grade(cfg)
+def test_the_mode_is_in_every_row_and_the_summary(tmp_path):
     out = tmp_path / "out"
-    trials = [json.loads(x) for x in (out / "trials.jsonl").read_text().splitlines()]
+    s = write_closed_loop(_job(out), out, "hybrid")  # what agent_eval calls after a simulated job
     loops = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
-    assert [r["grounding"] for r in trials + loops] == ["hybrid", "hybrid"] and trials[0]["task"] == "t1"
-    assert s["grounding"] == s["closed_loop"]["grounding"] == "hybrid"
-    assert json.loads((out / "summary.json").read_text()) == s
+    assert [r["grounding"] for r in loops] == ["hybrid"] and s["grounding"] == "hybrid"
     # A token per 4 characters of the real output, for both routes: 101 and 11, not 3 and 11.
     assert [t["observation_tokens"] for t in loops[0]["turns"]] == [101, 11]
-    assert s["closed_loop"]["exact_token_share"] == pytest.approx(11 / 112) and s["closed_loop"]["exact_turns"] == 1
+    assert s["exact_token_share"] == pytest.approx(11 / 112) and s["exact_turns"] == 1
 
 
 def test_grounding_without_a_simulator_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(runtime, "harbor_python", lambda: pytest.fail("Harbor must not run"))
     cfg = AgentEvalConfig(tasks=str(tmp_path), out=str(tmp_path / "out"), grounding="retrieved")
     with pytest.raises(InputError, match="--grounding retrieved needs --environment simulated"):
-        harbor_loop.agent_grade(cfg)
+        agent_eval(cfg)
