@@ -133,7 +133,7 @@ def test_probes_are_scored_per_family_by_sim_eval(probe_set, tmp_path):
 
 
 def test_repos_of_trajectory_files_are_left_out_and_a_bad_line_is_an_error(tmp_path):
-    from terminalworld.sim.probes import repos_in
+    from terminalworld.core.formats import repos_in
 
     good = tmp_path / "good.jsonl"
     rows = [{"instance_id": f"i{k}", "repo": repo, "messages": MESSAGES} for k, repo in enumerate(("a/x", "b/y"))]

@@ -18,7 +18,7 @@ from typing import Any
 
 from terminalworld.core.records import BadLine, Record, iter_records
 from terminalworld.core.trajectories import Trajectory, trajectory_from_messages
-from terminalworld.errors import TrajectoryError
+from terminalworld.errors import InputError, TrajectoryError
 
 
 def _messages(value: Any, name: str, key: str) -> list[dict[str, Any]]:
@@ -165,3 +165,13 @@ def load_trajectories(patterns: list[str] | str) -> list[Trajectory]:
             raise TrajectoryError(f"{item.file}:{item.line}", item.reason)
         out.append(item[1])
     return out
+
+
+def repos_in(files: list[str]) -> set[str]:
+    """The repos of the trajectories in `files`; a line that is not a trajectory is an error."""
+    found = set()
+    for item in iter_trajectories(files):
+        if isinstance(item, BadLine):
+            raise InputError(f"{item.file}:{item.line}: {item.reason}")
+        found.add(item[1].repo)
+    return found

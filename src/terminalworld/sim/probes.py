@@ -24,6 +24,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from terminalworld.core.formats import repos_in
 from terminalworld.core.heldout import heldout_row
 from terminalworld.core.prompts import SYSTEM_PROMPT, TASK_SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
@@ -298,19 +299,6 @@ class ProbesConfig:
     timeout_s: float = option(10.0, above=0, help="wall limit per command")
     max_output_chars: int = option(8000, minimum=1, help="the sandbox's output cut (head and tail), as the recorder's")
     workers: int = option(0, minimum=0, help="parallel probes (0: one per core); the output does not depend on it")
-
-
-def repos_in(files: list[str]) -> set[str]:
-    """The repos of the trajectories in `files`; a line that is not a trajectory is an error."""
-    from terminalworld.core.formats import iter_trajectories
-    from terminalworld.core.records import BadLine
-
-    found = set()
-    for item in iter_trajectories(files):
-        if isinstance(item, BadLine):
-            raise InputError(f"{item.file}:{item.line}: {item.reason}")
-        found.add(item[1].repo)
-    return found
 
 
 def make_probes(cfg: ProbesConfig) -> dict[str, Any]:

@@ -37,15 +37,10 @@ class PlainTextJob:
 
 def training_repos(files: list[str]) -> list[str]:
     """The repos of the trajectories in `files`, sorted; a malformed line is an error."""
-    from terminalworld.core.formats import iter_trajectories
-    from terminalworld.core.records import BadLine
+    from terminalworld.core.formats import repos_in
     from terminalworld.errors import InputError
 
-    repos = set()
-    for item in iter_trajectories(files):
-        if isinstance(item, BadLine):
-            raise InputError(f"{item.file}:{item.line}: {item.reason}")
-        repos.add(item[1].repo)
+    repos = repos_in(files)
     if not repos:
         raise InputError(f"{', '.join(files)}: no trajectory, so no training repo to take text from")
     return sorted(repos)
