@@ -4,12 +4,11 @@ them, folders made unreadable (write-only 0300) or unsearchable (chmod 0), as ro
 A mode a command left never makes `Sandbox.run` raise."""
 
 import json
-import os
-import subprocess
 
-from terminalworld.env.sandbox import Sandbox, SandboxConfig, bwrap_path
+from terminalworld.env.sandbox import Sandbox, SandboxConfig
 
-from .test_sandbox_unprivileged import PYTHON, SRC, unprivileged
+from . import as_user
+from .as_user import unprivileged
 
 CAP = 20 << 20
 HOLES_UID = 54324  # unused by any other test
@@ -29,14 +28,13 @@ COMMANDS = [
 ]
 CALLER = """
 import json, os, sys
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 out = {}
-for group in json.loads(sys.argv[3]):
-    sandbox = Sandbox(sys.argv[2], SandboxConfig(timeout_s=10, disk_bytes=int(sys.argv[4]), memory_bytes=512 << 20))
+for group in json.loads(sys.argv[2]):
+    sandbox = Sandbox(sys.argv[1], SandboxConfig(timeout_s=10, disk_bytes=int(sys.argv[3]), memory_bytes=512 << 20))
     for name, command in group.items():
         r = sandbox.run(command)
-        kept = sum(os.lstat(os.path.join(d, f)).st_blocks * 512 for d, _, fs in os.walk(sys.argv[2]) for f in fs)
+        kept = sum(os.lstat(os.path.join(d, f)).st_blocks * 512 for d, _, fs in os.walk(sys.argv[1]) for f in fs)
         out[name] = [r.output, r.returncode, list(r.limits), kept]
 print(json.dumps(out))
 """
@@ -65,18 +63,6 @@ def test_a_root_callers_walk_cap_holds(repo):
 
 @unprivileged(HOLES_UID)
 def test_an_unprivileged_callers_walk_cap_holds(repo, workdir):
-    for p in [repo, *repo.iterdir()]:
-        os.chown(p, HOLES_UID, HOLES_UID)
-    proc = subprocess.run(
-        [PYTHON, "-c", CALLER, str(SRC), str(repo), json.dumps(COMMANDS), str(CAP)],
-        user=HOLES_UID,
-        group=HOLES_UID,
-        extra_groups=[],
-        env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
-        cwd=str(workdir),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr  # chmod 0 left by a command raised nothing
-    _check(json.loads(proc.stdout))
+    as_user.own(HOLES_UID, repo, *repo.iterdir())
+    # The caller exits 0: chmod 0 left by a command raised nothing.
+    _check(as_user.run(HOLES_UID, CALLER, repo, json.dumps(COMMANDS), CAP, cwd=workdir, timeout=180))

@@ -8,20 +8,18 @@ import signal
 import subprocess
 import time
 
-from terminalworld.env.sandbox import bwrap_path
-
+from . import as_user
+from .as_user import unprivileged
 from .test_sandbox_hostile import processes_of
-from .test_sandbox_unprivileged import PYTHON, SRC, unprivileged
 
 BINDS_UID, KILLED_UID = 54328, 54329  # unused by any other test
 BINDS = """
 import json, os, sys
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env import copies
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 config = SandboxConfig(timeout_s=10, disk_bytes=8 << 20, memory_bytes=256 << 20)
 out = {}
-with copies.copy_space("tw-held-", dir=sys.argv[2], content_bytes=0, disk_bytes=config.disk_bytes) as space:
+with copies.copy_space("tw-held-", dir=sys.argv[1], content_bytes=0, disk_bytes=config.disk_bytes) as space:
     for name in ("repo", "logs"):
         os.mkdir(os.path.join(space, name))
     sandbox = Sandbox(os.path.join(space, "repo"), config, binds={"/logs": os.path.join(space, "logs")})
@@ -41,28 +39,20 @@ print(json.dumps(out))
 """
 KILLED = """
 import os, sys, time
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env import copies
-with copies.repo_copy(sys.argv[2], prefix="tw-killed-", dir=sys.argv[3]) as repo:
+with copies.repo_copy(sys.argv[1], prefix="tw-killed-", dir=sys.argv[2]) as repo:
     open(os.path.join(repo, "made"), "w").write("x")
     print(repo, flush=True)
     time.sleep(60)
 """
 
 
-def _as(uid: int, workdir, *args: str, **kw) -> subprocess.Popen:
-    env = {"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"}
-    return subprocess.Popen(
-        [PYTHON, "-c", *args], user=uid, group=uid, extra_groups=[], env=env, cwd=str(workdir), text=True, **kw
-    )
-
-
 @unprivileged(BINDS_UID)
 def test_bound_folders_share_the_held_cap_and_the_host_gets_room(workdir):
     place = workdir / "place"
     place.mkdir()
-    os.chown(place, BINDS_UID, BINDS_UID)
-    proc = _as(BINDS_UID, workdir, BINDS, str(SRC), str(place), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    as_user.own(BINDS_UID, place)
+    proc = as_user.start(BINDS_UID, BINDS, place, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     out = json.loads(stdout)
@@ -77,10 +67,8 @@ def test_bound_folders_share_the_held_cap_and_the_host_gets_room(workdir):
 def test_the_held_tmpfs_goes_with_a_killed_caller(repo, workdir):
     place = workdir / "place"
     place.mkdir()
-    os.chown(place, KILLED_UID, KILLED_UID)
-    os.chown(repo, KILLED_UID, KILLED_UID)
-    os.chown(repo / "a.txt", KILLED_UID, KILLED_UID)
-    caller = _as(KILLED_UID, workdir, KILLED, str(SRC), str(repo), str(place), stdout=subprocess.PIPE)
+    as_user.own(KILLED_UID, place, repo, repo / "a.txt")
+    caller = as_user.start(KILLED_UID, KILLED, repo, place, cwd=workdir, stdout=subprocess.PIPE)
     assert caller.stdout is not None
     held = caller.stdout.readline().strip()
     assert held.startswith("/proc/") and sorted(os.listdir(held)) == ["a.txt", "made"]
@@ -93,7 +81,7 @@ def test_the_held_tmpfs_goes_with_a_killed_caller(repo, workdir):
         time.sleep(0.1)
     assert processes_of(KILLED_UID) == [] and not os.path.exists(held)
     # The next copy with the prefix removes the folder the dead caller left.
-    again = _as(KILLED_UID, workdir, KILLED, str(SRC), str(repo), str(place), stdout=subprocess.PIPE)
+    again = as_user.start(KILLED_UID, KILLED, repo, place, cwd=workdir, stdout=subprocess.PIPE)
     assert again.stdout is not None and again.stdout.readline().startswith("/proc/")
     assert folder not in os.listdir(place)
     again.kill()

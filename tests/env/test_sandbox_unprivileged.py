@@ -1,60 +1,33 @@
-"""The same boundary when the caller is not root: the whole sandbox runs from an unprivileged uid.
-
-The project's interpreter may sit where another uid cannot reach it (under /root), so the caller is
-the system's python3 importing the sandbox module (standard library only) straight from the source tree.
-Each test runs as its own uid (as test_sandbox_hostile's do): under pytest-xdist the tests run at once,
-and "no process of that uid is left" or a per-uid process limit must not see a sibling test's caller.
-"""
+"""The same boundary when the caller is not root: the whole sandbox runs from an unprivileged uid,
+started by `as_user` (the system's python3, importing the sandbox module from the source tree)."""
 
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from terminalworld.env.sandbox import _blocked_on, bwrap_path
-
+from . import as_user
+from .as_user import unprivileged
 from .conftest import host_processes_with
 
-SRC = Path(__file__).resolve().parents[2] / "src"
 # One uid per test, unused by any other test (test_sandbox_hostile and test_sandbox_copies use 61xxx).
 SAME_BOUNDARY_UID, HOSTILE_UID, COPIES_UID = 54321, 54322, 54323
-PYTHON = "/usr/bin/python3"
 
 CALLER = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-sandbox = Sandbox(sys.argv[2], SandboxConfig(timeout_s=5, memory_bytes=256 << 20))
-commands = json.loads(sys.argv[3])
+sandbox = Sandbox(sys.argv[1], SandboxConfig(timeout_s=5, memory_bytes=256 << 20))
+commands = json.loads(sys.argv[2])
 print(json.dumps({k: [r.output, r.returncode, list(r.limits)] for k, r in ((k, sandbox.run(c)) for k, c in commands.items())}))
 """
-
-
-def _usable(uid: int) -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to start the unprivileged caller"
-    if not os.access(PYTHON, os.X_OK) or sys.version_info[:2] < (3, 11):
-        return f"needs {PYTHON}"
-    if _blocked_on(str(SRC / "terminalworld"), uid, uid) or _blocked_on(bwrap_path(), uid, uid):
-        return f"uid {uid} cannot reach the source tree or bwrap"
-    return None
-
-
-def unprivileged(uid: int):
-    """Skip unless this host can run the caller as `uid`."""
-    return pytest.mark.skipif(_usable(uid) is not None, reason=str(_usable(uid)))
 
 
 @unprivileged(SAME_BOUNDARY_UID)
 def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
     uid = SAME_BOUNDARY_UID
-    os.chown(repo, uid, uid)
-    os.chown(repo / "a.txt", uid, uid)
+    as_user.own(uid, repo, repo / "a.txt")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(1)
@@ -69,20 +42,7 @@ def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
         "memory": "python3 -c 'x = bytearray(1 << 30)'",
         "daemon": f"(sleep 1.{token}; echo late > late) & echo started",
     }
-    env = {"TERMINALWORLD_BWRAP": bwrap_path(), "TW_TEST_SECRET": f"secret-{token}", "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run(
-        [PYTHON, "-c", CALLER, str(SRC), str(repo), json.dumps(commands)],
-        user=uid,
-        group=uid,
-        extra_groups=[],
-        env=env,
-        cwd=str(workdir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = as_user.run(uid, CALLER, repo, json.dumps(commands), cwd=workdir, env={"TW_TEST_SECRET": f"secret-{token}"})
     assert out["caps"][0] == "0000000000000000\n0\n"
     escape = out["escape"][0]
     assert "Read-only file system" in escape and "permission denied" in escape and "No such file" in escape
@@ -101,11 +61,10 @@ def test_an_unprivileged_caller_gets_the_same_boundary(repo, workdir, token):
 
 HOSTILE_CALLER = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
-config = SandboxConfig(**json.loads(sys.argv[4]))
-commands = json.loads(sys.argv[3])
-out = {k: [r.output, r.returncode, list(r.limits)] for k, r in ((k, Sandbox(sys.argv[2], config).run(c)) for k, c in commands.items())}
+config = SandboxConfig(**json.loads(sys.argv[3]))
+commands = json.loads(sys.argv[2])
+out = {k: [r.output, r.returncode, list(r.limits)] for k, r in ((k, Sandbox(sys.argv[1], config).run(c)) for k, c in commands.items())}
 print(json.dumps(out))
 """
 
@@ -121,8 +80,7 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
     (repo / "links.py").write_text(
         "import os\nopen('f', 'w').close()\nfor i in range(4000):\n    os.link('f', f'l{i}')\n"
     )
-    for p in [repo, *repo.iterdir()]:
-        os.chown(p, uid, uid)
+    as_user.own(uid, repo, *repo.iterdir())
     commands = {
         "survive": "python3 inject.py; (setsid sh -c 'sleep 4; echo late > late' &); cat /proc/1/cmdline; sleep 100",
         "key": 'python3 -c "import ctypes, os; l = ctypes.CDLL(None, use_errno=True); '
@@ -131,19 +89,7 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
         "links": "python3 links.py; echo exit $?",
     }
     config = {"timeout_s": 2, "disk_bytes": 10 << 20}
-    proc = subprocess.run(
-        [PYTHON, "-c", HOSTILE_CALLER, str(SRC), str(repo), json.dumps(commands), json.dumps(config)],
-        user=uid,
-        group=uid,
-        extra_groups=[],
-        env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
-        cwd=str(workdir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = as_user.run(uid, HOSTILE_CALLER, repo, json.dumps(commands), json.dumps(config), cwd=workdir)
     assert processes_of(uid) == []
     time.sleep(4)
     assert not (repo / "late").exists() and processes_of(uid) == []
@@ -155,16 +101,15 @@ def test_an_unprivileged_caller_holds_against_the_hostile_attacks(repo, workdir)
 
 COPY_CALLER = """
 import json, os, sys
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env import copies
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, disk_limit_kind
 config = SandboxConfig(timeout_s=20, disk_bytes=10 << 20, memory_bytes=256 << 20)
 out = {"kind": disk_limit_kind()}
-with copies.repo_copy(sys.argv[2], prefix="tw-unpriv-", dir=sys.argv[3], disk_bytes=config.disk_bytes) as repo:
+with copies.repo_copy(sys.argv[1], prefix="tw-unpriv-", dir=sys.argv[2], disk_bytes=config.disk_bytes) as repo:
     out["mount"] = copies.mount_of(repo)
     sandbox = Sandbox(repo, config)
     out["sandbox"] = sandbox.disk_limit_kind
-    for name, command in json.loads(sys.argv[4]).items():
+    for name, command in json.loads(sys.argv[3]).items():
         r = Sandbox(repo, config).run(command)
         out[name] = [r.output, r.returncode, list(r.limits)]
 print(json.dumps(out))
@@ -176,26 +121,14 @@ def test_an_unprivileged_callers_copies_get_the_kernels_cap(repo, workdir):
     uid = COPIES_UID
     place = workdir / "copies"
     place.mkdir()
-    os.chown(place, uid, uid)
+    as_user.own(uid, place)
     deep = "import os\nfor _ in range(2100):\n    os.mkdir('ab'); os.chdir('ab')\nopen('f', 'wb').write(b'x' * (40 << 20))\n"
     commands = {
         "flood": "dd if=/dev/zero of=big bs=1M count=200 2>&1 | tail -1; rm big",
         "deep": f'python3 -c "{deep}"; echo exit $?',
         "ids": "id -u; tr '\\0' ' ' </proc/1/cmdline; echo; tr '\\0' ' ' </proc/1/environ; grep testbed /proc/self/mountinfo; grep -E 'CapEff|CapBnd' /proc/self/status; unshare -U true",
     }
-    proc = subprocess.run(
-        [PYTHON, "-c", COPY_CALLER, str(SRC), str(repo), str(place), json.dumps(commands)],
-        user=uid,
-        group=uid,
-        extra_groups=[],
-        env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
-        cwd=str(workdir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = as_user.run(uid, COPY_CALLER, repo, place, json.dumps(commands), cwd=workdir)
     # A tmpfs of its own, held in a user and mount namespace of the caller's (`env.holder`): the kernel's cap.
     assert out["kind"] == "tmpfs" and out["sandbox"] == "tmpfs"
     assert out["mount"].startswith("/proc/") and out["mount"].endswith(str(place) + "/" + out["mount"].split("/")[-1])
@@ -203,7 +136,7 @@ def test_an_unprivileged_callers_copies_get_the_kernels_cap(repo, workdir):
     assert "No space left on device" in out["deep"][0] and "disk" in out["deep"][2]
     # Started inside the holder's namespaces, the sandbox still shows no host path or variable.
     assert out["ids"][0].startswith("0\nbwrap --args ") and str(place) not in out["ids"][0]
-    assert str(SRC) not in out["ids"][0] and "PATH" not in out["ids"][0].split("\n")[2]
+    assert str(as_user.SRC) not in out["ids"][0] and "PATH" not in out["ids"][0].split("\n")[2]
     assert "CapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n" in out["ids"][0]  # nothing of the holder's
     assert "unshare failed: Operation not permitted" in out["ids"][0]
     assert os.listdir(place) == [] and host_processes_with("tw-unpriv-") == []

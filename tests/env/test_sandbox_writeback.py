@@ -7,21 +7,20 @@ nothing the command planted (symlinks, FIFOs, setuid bits, modes, sparse files, 
 followed, kept or blown up. Eight writers bursting at once under a 20 MiB cap grow the copy by at
 most the cap (measured inside by `du`, before and after), for both callers."""
 
-import json
 import os
 import re
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from terminalworld.cli import main
 from terminalworld.env import syncback
-from terminalworld.env.sandbox import SandboxConfig, bwrap_path
+from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
 
-from .test_sandbox_unprivileged import PYTHON, SRC, unprivileged
+from . import as_user
+from .as_user import unprivileged
 
 CAP = 20 << 20
 OWNER_UID = 54326  # the folder's owner in the root test (unused by any other test)
@@ -43,12 +42,11 @@ COMMANDS = {
 }
 CALLER = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.env.syncback import run_written_back
 from terminalworld.errors import InputError
 try:
-    r, kept = run_written_back(sys.argv[2], SandboxConfig(timeout_s=5, disk_bytes=int(sys.argv[4]), memory_bytes=512 << 20), sys.argv[3])
+    r, kept = run_written_back(sys.argv[1], SandboxConfig(timeout_s=5, disk_bytes=int(sys.argv[3]), memory_bytes=512 << 20), sys.argv[2])
     print(json.dumps([r.output, r.returncode, list(r.limits), kept, None]))
 except InputError as e:
     print(json.dumps([None, None, None, None, str(e)]))
@@ -129,8 +127,7 @@ def outside(workdir):
 
 def test_a_root_caller_writes_back_only_within_the_cap(repo, outside):
     _layout(repo, outside)
-    for p in [repo, *repo.iterdir()]:
-        os.chown(p, OWNER_UID, OWNER_UID, follow_symlinks=False)
+    as_user.own(OWNER_UID, repo, *repo.iterdir())
     before = _snapshot(repo)
     outcomes = {name: _run_root(repo, command) for name, command in COMMANDS.items()}
     _check(repo, outside, outcomes, before, OWNER_UID)
@@ -139,24 +136,11 @@ def test_a_root_caller_writes_back_only_within_the_cap(repo, outside):
 @unprivileged(WRITEBACK_UID)
 def test_an_unprivileged_caller_writes_back_only_within_the_cap(repo, outside, workdir):
     _layout(repo, outside)
-    for p in [repo, *repo.iterdir()]:
-        os.chown(p, WRITEBACK_UID, WRITEBACK_UID, follow_symlinks=False)
+    as_user.own(WRITEBACK_UID, repo, *repo.iterdir())
     before = _snapshot(repo)
-    outcomes = {}
-    for name, command in COMMANDS.items():
-        proc = subprocess.run(
-            [PYTHON, "-c", CALLER, str(SRC), str(repo), command, str(CAP)],
-            user=WRITEBACK_UID,
-            group=WRITEBACK_UID,
-            extra_groups=[],
-            env={"TERMINALWORLD_BWRAP": bwrap_path(), "PATH": "/usr/bin:/bin"},
-            cwd=str(workdir),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert proc.returncode == 0, proc.stderr
-        outcomes[name] = json.loads(proc.stdout)
+    outcomes = {
+        name: as_user.run(WRITEBACK_UID, CALLER, repo, command, CAP, cwd=workdir) for name, command in COMMANDS.items()
+    }
     _check(repo, outside, outcomes, before, WRITEBACK_UID)
 
 
