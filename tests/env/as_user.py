@@ -7,10 +7,10 @@ it (under /root). Each test uses a uid of its own: under pytest-xdist the tests 
 process of that uid is left" or a per-uid process limit must not see a sibling test's caller.
 """
 
+import functools
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,12 +23,21 @@ PYTHON = "/usr/bin/python3"
 _PRELUDE = f"import sys\nsys.path.insert(0, {str(SRC)!r})\n"
 
 
+@functools.cache
+def _system_python_ok() -> bool:
+    """The caller's own interpreter, not pytest's, must be 3.11 or later (the sandbox modules' syntax)."""
+    if not os.access(PYTHON, os.X_OK):
+        return False
+    probe = subprocess.run([PYTHON, "-c", "import sys; sys.exit(sys.version_info[:2] < (3, 11))"], timeout=30)
+    return probe.returncode == 0
+
+
 def why_not(uid: int) -> str | None:
     """Why this host cannot run a caller as `uid`, or None when it can."""
     if os.geteuid() != 0:
         return "needs root to start the unprivileged caller"
-    if not os.access(PYTHON, os.X_OK) or sys.version_info[:2] < (3, 11):
-        return f"needs {PYTHON}"
+    if not _system_python_ok():
+        return f"needs {PYTHON} 3.11 or later"
     if _blocked_on(str(SRC / "terminalworld"), uid, uid) or _blocked_on(bwrap_path(), uid, uid):
         return f"uid {uid} cannot reach the source tree or bwrap"
     return None
