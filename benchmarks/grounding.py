@@ -1,65 +1,64 @@
 """The grounding measurements: SmolLM2-135M-Instruct zero-shot as a simulator (sim framing), each
-grounding mode on the same rows, and the hybrid router's exactly served share.
+grounding mode on the same rows, and the hybrid router's exactly served share; grounding measured
+for what it is (per target class, replayed against retrieved on the rows that edit first, unseen
+per model).
 
-Data: the local demo's own held-out rows and probes, as `experiments/local_demo.py --run` writes
-them (24 rows of 3 context turns and 20 probes, two per family, 1,000-character outputs, from repos
-unseen in its training), and two generated tasks for the closed loop:
+Data: the local demo's own held-out rows and probes, as its snapshot commits them (24 rows of 3
+context turns and 20 probes, two per family, 1,000-character outputs, from repos unseen in its
+training; `grounding.json` records both files' SHA-256):
 
-    V=2026.12.03   # the demo's version; grounding.json records both files' SHA-256
-    cp $MARIN_PREFIX/heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl DATA/heldout.jsonl
-    cp $MARIN_PREFIX/terminalworld/probes/$V/probes.jsonl DATA/probes.jsonl
-    terminalworld tasks make --out DATA/tasks --n 2 --seed 7
+    V=2026.12.03   # the demo's version
+    S=docs/snapshots/local-demo
+    zcat $S/heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl.gz > DATA/heldout.jsonl
+    zcat $S/terminalworld/probes/$V/probes.jsonl.gz > DATA/probes.jsonl
 
-Scores and fidelity, per MODE in none, retrieved, replayed, hybrid (a 1,024-token block):
+Scores, per MODE in none, retrieved, replayed, hybrid (a 1,024-token block; one torch thread, the
+fastest on 2 shared cores):
 
-    terminalworld score --model-path smollm2 --heldout DATA/probes.jsonl --out RESULTS/score-probes-MODE.jsonl \
-        --mode sim --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
-    terminalworld score --model-path smollm2 --heldout DATA/heldout.jsonl --out RESULTS/score-heldout-MODE.jsonl \
-        --mode sim --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
+    OMP_NUM_THREADS=1 terminalworld score --model-path smollm2 --heldout DATA/probes.jsonl \
+        --out RAW/score-probes-MODE.jsonl --mode sim --grounding MODE --grounding-budget 1024 \
+        --grounding-output-chars 1000
+    OMP_NUM_THREADS=1 terminalworld score --model-path smollm2 --heldout DATA/heldout.jsonl \
+        --out RAW/score-heldout-MODE.jsonl --mode sim --grounding MODE --grounding-budget 1024 \
+        --grounding-output-chars 1000
 
-Tiers 1 and 2 on the held-out rows and the probes, per MODE (one torch thread, the fastest on 2
-shared cores):
+Tiers 1 and 2 (`sim-eval --heldout` and `--probes`, 48 new tokens) and the closed loop (tier 3) on
+two generated tasks (`terminalworld tasks make --out TASKS --n 2 --seed 7`), per MODE:
 
-    OMP_NUM_THREADS=1 terminalworld sim-eval --model smollm2 --probes DATA/probes.jsonl \
-        --out RESULTS/sim-probes-MODE.jsonl --mode sim --max-new-tokens 48 --grounding MODE \
-        --grounding-budget 1024 --grounding-output-chars 1000
     OMP_NUM_THREADS=1 terminalworld sim-eval --model smollm2 --heldout DATA/heldout.jsonl \
-        --out RESULTS/sim-heldout-MODE.jsonl --mode sim --max-new-tokens 48 --grounding MODE \
-        --grounding-budget 1024 --grounding-output-chars 1000
-
-The closed loop (tier 3), per MODE in none and hybrid:
-
-    terminalworld sim-eval --model smollm2 --tasks DATA/tasks --agent solver --out RESULTS/loop-MODE.jsonl \
+        --out RAW/sim-heldout-MODE.jsonl --mode sim --max-new-tokens 48 --grounding MODE \
+        --grounding-budget 1024 --grounding-output-chars 1000          # --probes DATA/probes.jsonl: sim-probes
+    terminalworld sim-eval --model smollm2 --tasks TASKS --agent solver --out RAW/loop-MODE.jsonl \
         --mode sim --max-new-tokens 16 --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
 
-The pilot's base and its largest checkpoints of arms (a) and (b) on the same held-out rows, in the
-agent framing they were trained in, per MODE in none and retrieved (C: the pilot's checkpoints,
-`$MARIN_PREFIX/checkpoints/terminalworld`, version 2026.12.04.1; the base takes their chat template):
+Tiers 1 and 2 are not on the page yet: on 2 shared cores a generated probe took about 35 s (12
+minutes a mode on the probes), longer than the page's measurement was given.
 
-    terminalworld score --model-path smollm2 --model-name base --chat-template-from C/full-x1/VERSION/hf \
-        --heldout DATA/heldout.jsonl --out RESULTS/score-heldout-base-agent-MODE.jsonl --mode agent \
-        --grounding MODE --grounding-budget 1024 --grounding-output-chars 1000
-    terminalworld score --model-path C/CKPT/VERSION/hf --model-name CKPT --heldout DATA/heldout.jsonl \
-        --out RESULTS/score-heldout-CKPT-agent-MODE.jsonl --mode agent --grounding MODE \
-        --grounding-budget 1024 --grounding-output-chars 1000     # CKPT in assistant-x9, full-x9
+Then this file packs the rows into the committed folder (each `RAW/*.jsonl` gzip-compressed, every
+path named logically, `report.snapshot.logical`) and writes the page (`docs/grounding.md`, its plot)
+and `grounding.json`. `--trained MODEL=FILE[#SKIP]` (repeatable; a model's every training subset,
+its init's included, records SKIP.. of FILE) names what a model trained on; the repos are recorded
+in `grounding.json`, and the page says which held-out rows come from them (unseen is per model).
+The demo's base pretrains on records 40.. of its subset of 100, its arms on the subset of 40 (P:
+`$MARIN_PREFIX/terminalworld/subsets/swe-zero/$V`):
 
-Then this file writes the page (`docs/grounding.md`, its plot) and `RESULTS/grounding.json`:
+    uv run python benchmarks/grounding.py --pack RAW --trained base-demo=P/subset-100.jsonl.gz#40 \
+        --trained assistant-demo=P/subset-40.jsonl.gz --trained assistant-demo=P/subset-100.jsonl.gz#40 ...
 
-    uv run python benchmarks/grounding.py --data DATA --results RESULTS
+Without `--pack` it rebuilds the page from the committed rows alone (no model runs): the score,
+loop and sim rows under `benchmarks/results/grounding`, the snapshot's held-out rows and probes (or
+`--data DATA`), the fixtures, and the training repos `grounding.json` records:
 
-With `--data` it also finds the rows whose sessions edit the repository before the target (the
-routing table's edit family) and compares the modes on those alone. `--trained MODEL=FILE[#SKIP]`
-(repeatable; a model's every training subset, its init's included, records SKIP.. of FILE) names
-what a model trained on, and the page says which held-out rows come from its repos (unseen is per
-model); the pilot's SFT subset of scale xN is `$MARIN_PREFIX/terminalworld/subsets/swe-zero/V/subset-N.jsonl.gz`.
+    uv run python benchmarks/grounding.py
 
-Without `--data` it rebuilds both from the committed rows alone (no model runs), keeping the route
-shares `RESULTS/grounding.json` already holds:
-
-    uv run python benchmarks/grounding.py --results benchmarks/results/grounding
+The pilot's checkpoints (`experiments/pilot.py`) are measured here again from its re-run: its SFT
+subset of scale xN is `$MARIN_PREFIX/terminalworld/subsets/swe-zero/V/subset-N.jsonl.gz`.
+The demo's own checkpoints are not scored with a block: within their 2,048-token window a
+1,024-token retrieved block leaves 9 of the 24 held-out rows scorable (Qwen3 tokens), too few to compare.
 """
 
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -70,13 +69,24 @@ from pathlib import Path
 from terminalworld.core.assets import load_tokenizer
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
-from terminalworld.core.records import write_json
+from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.report import grounding as report
+from terminalworld.report.snapshot import logical
 from terminalworld.sim.fidelity import similarity
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # the fixtures' one path: tests.paths
 from tests.paths import FIXTURES  # noqa: E402
+
+RESULTS = HERE / "results" / "grounding"  # the committed rows and grounding.json
+DOCS = HERE.parent / "docs"
+SNAPSHOT = DOCS / "snapshots" / "local-demo"
+VERSION = "2026.12.03"  # the demo's version
+# The rows' files by their name in DATA, and where the demo's snapshot commits them.
+COMMITTED_DATA = {
+    "heldout.jsonl": SNAPSHOT / "heldout" / "sim_ppl_heldout_24" / VERSION / "sim_ppl_heldout_24.jsonl.gz",
+    "probes.jsonl": SNAPSHOT / "terminalworld" / "probes" / VERSION / "probes.jsonl.gz",
+}
 
 REAL = {
     "SWE-ZERO 12M (3 rows)": FIXTURES / "adp_swe-zero-12m" / "sample_raw.json",
@@ -84,12 +94,45 @@ REAL = {
     "mini-coder (1 row)": FIXTURES / "adp-fork_mini-coder" / "sample_raw.json",
 }
 
+ROW_SETS = (  # (page name, scores file pattern, its rows in DATA)
+    ("probes", "score-probes-{mode}.jsonl.gz", "probes.jsonl"),
+    ("held-out (24)", "score-heldout-{mode}.jsonl.gz", "heldout.jsonl"),
+)
+HELDOUT_SHARE, PROBES_SHARE = "held-out rows (24, every observation)", "probes (20, every observation)"
 
-def data_sha256(data: Path | None, results: Path) -> dict[str, str]:
-    """The rows' files by SHA-256: from the data when given, else as last written."""
+
+def data_files(data: Path | None) -> dict[str, Path]:
+    """The rows' files: DATA's (plain or gzipped) when given, else the demo snapshot's committed ones."""
     if data is None:
-        return json.loads((results / "grounding.json").read_text())["data_sha256"]
-    return {name: hashlib.sha256((data / name).read_bytes()).hexdigest() for name in ("heldout.jsonl", "probes.jsonl")}
+        return dict(COMMITTED_DATA)
+    found = {}
+    for name in COMMITTED_DATA:
+        path = next((p for p in (data / name, data / f"{name}.gz") if p.exists()), None)
+        if path is None:
+            raise SystemExit(f"--data {data}: no {name} (or {name}.gz)")
+        found[name] = path
+    return found
+
+
+def data_sha256(files: dict[str, Path]) -> dict[str, str]:
+    """Each rows file's SHA-256, of its uncompressed text (as `score` reads it)."""
+    read = lambda p: gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()  # noqa: E731
+    return {name: hashlib.sha256(read(path)).hexdigest() for name, path in files.items()}
+
+
+def pack(raw: Path, results: Path) -> list[str]:
+    """Every `raw/*.jsonl` written to `results` gzip-compressed (fixed mtime: the same rows give the
+    same bytes), each row's paths named logically (the prefix `{MARIN_PREFIX}`, any other machine
+    path `{LOCAL}/<name>`): what is committed names no folder of the machine that measured it."""
+    roots = [os.environ.get("MARIN_PREFIX", "")]
+    written = []
+    for path in sorted(raw.glob("*.jsonl")):
+        with open(path, encoding="utf-8") as f, atomic_jsonl(str(results / f"{path.name}.gz")) as out:
+            for line in f:
+                if line.strip():
+                    out.write(dumps_row(logical(json.loads(line), roots)))
+        written.append(f"{path.name}.gz")
+    return written
 
 
 def _modes(results: Path, pattern: str) -> dict[str, list]:
@@ -101,86 +144,22 @@ def _summaries(results: Path, pattern: str) -> dict[str, dict | None]:
     return {m: report.read_summary(str(results / pattern.format(mode=m))) for m in report.MODES}
 
 
-ROW_SETS = (  # (page name, scores file pattern)
-    ("probes", "score-probes-{mode}.jsonl"),
-    ("held-out (24)", "score-heldout-{mode}.jsonl"),
-)
-
-
-HELDOUT_SHARE, PROBES_SHARE = "held-out rows (24, every observation)", "probes (20, every observation)"
-
-
-DATA_FILES = {"probes": "probes.jsonl", "held-out (24)": "heldout.jsonl"}  # each row set's rows in DATA
-
-
-def _recorded(results: Path, key: str) -> dict:
-    path = results / "grounding.json"
-    return json.loads(path.read_text()).get(key, {}) if path.exists() else {}
-
-
-def edited(data: Path | None, results: Path) -> dict[str, dict]:
+def edited(files: dict[str, Path]) -> dict[str, dict]:
     """Per row set, its rows' count and the rows whose sessions edit before the target (with the
-    context turns that edit): from the data when given, else as last written."""
-    if data is None:
-        return _recorded(results, "edited")
+    context turns that edit), from the rows themselves."""
     out = {}
-    for name, file in DATA_FILES.items():
-        rows = read_heldout(str(data / file))
+    for name, _, file in ROW_SETS:
+        rows = read_heldout(str(files[file]))
         out[name] = {"rows": len(rows), "edited": report.edited_rows(rows)}
     return out
 
 
-BLOCK_MODES = ("retrieved", "replayed")  # the modes whose scored rows have a block
-
-
-def row_facts(data: Path | None, results: Path) -> dict[str, dict]:
-    """Per row set and row: its target class (`core.targets`) and, per block mode, whether its target
-    stands in its block (the block rebuilt as the scorer builds it: the SmolLM2 tokenizer, the
-    page's budget and output cap), for scores rows made before they carried both: from the data
-    when given, else as last written."""
-    if data is None:
-        return _recorded(results, "row_facts")
-    from terminalworld.core.targets import classify, terminal_text
-    from terminalworld.grounding.modes import Grounder, GroundingOptions
-
-    tok = load_tokenizer("smollm2")
-    grounders = {
-        m: Grounder(GroundingOptions(grounding=m, grounding_budget=1024, grounding_output_chars=1000), tok)
-        for m in BLOCK_MODES
-    }
-    out: dict[str, dict] = {}
-    for name, file in DATA_FILES.items():
-        out[name] = {}
-        for row in read_heldout(str(data / file)):
-            traj, target = heldout_trajectory(row), len(row["prefix"])
-            text = terminal_text(row["target_env"])
-            out[name][row["instance_id"]] = {
-                "target_class": classify(row),
-                "in_block": {m: g.trajectory(traj, [target])[target].holds(text) for m, g in grounders.items()},
-            }
-    return out
-
-
-def with_facts(rows_by_mode: dict[str, list], facts: dict[str, dict]) -> dict[str, list]:
-    """The scores rows with the class and the in-block fact of `facts` where a row lacks them."""
-    out = {}
-    for mode, rows in rows_by_mode.items():
-        out[mode] = []
-        for r in rows:
-            f = facts.get(r["instance_id"])
-            if f is not None:
-                r = {"target_class": f["target_class"], **r}
-                if mode in f["in_block"]:
-                    r = {"target_in_block": f["in_block"][mode], **r}
-            out[mode].append(r)
-    return out
-
-
-def seen_by_model(data: Path | None, results: Path, trained: list[str]) -> dict[str, list[str]]:
-    """Per model named by `--trained`, the scored held-out rows from repos it trained on: from the
-    data and the training subsets when given, else as last written."""
-    if data is None or not trained:
-        return _recorded(results, "seen_by_model")
+def training_repos(results: Path, trained: list[str]) -> dict[str, list[str]]:
+    """Per model named by `--trained`, the repos of its training subsets; without it, as recorded
+    in `grounding.json` (the subsets themselves are not committed, their repos are)."""
+    if not trained:
+        path = results / "grounding.json"
+        return json.loads(path.read_text()).get("training_repos", {}) if path.exists() else {}
     repos: dict[str, set[str]] = {}
     for spec in trained:
         model, _, where = spec.partition("=")
@@ -188,27 +167,38 @@ def seen_by_model(data: Path | None, results: Path, trained: list[str]) -> dict[
         if not model or not file:
             raise SystemExit(f"--trained {spec!r}: give MODEL=FILE[#SKIP]")
         repos.setdefault(model, set()).update(report.training_repos(file, int(skip or 0)))
-    scored = [r["instance_id"] for r in report.read_rows(str(results / "score-heldout-none.jsonl")) if "ppl" in r]
-    return report.seen_rows(read_heldout(str(data / "heldout.jsonl")), repos, ids=scored)
+    return {model: sorted(r) for model, r in repos.items()}
 
 
-def route_shares(data: Path | None, results: Path) -> dict[str, dict]:
-    """The hybrid router's share per row set: from the data when given, else as last written."""
-    if data is None:
-        kept = json.loads((results / "grounding.json").read_text())["route_share"]
-        order = [HELDOUT_SHARE, PROBES_SHARE, *REAL]  # the page's order (the JSON file sorts its keys)
-        return dict(sorted(kept.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+def scored_ids(results: Path) -> list[str]:
+    """The held-out rows SmolLM2 scored without grounding: the rows the page's unseen counts are of."""
+    return [r["instance_id"] for r in report.read_rows(str(results / "score-heldout-none.jsonl.gz")) if "ppl" in r]
+
+
+def route_shares(files: dict[str, Path]) -> dict[str, dict]:
+    """The hybrid router's share per row set (SmolLM2 tokens of every observation)."""
     tok = load_tokenizer("smollm2")
     count = lambda text: len(tok(text, add_special_tokens=False)["input_ids"])  # noqa: E731
+    trajectories = lambda file: [heldout_trajectory(r) for r in read_heldout(str(files[file]))]  # noqa: E731
     shares = {
-        HELDOUT_SHARE: report.route_share(
-            [heldout_trajectory(r) for r in read_heldout(str(data / "heldout.jsonl"))], count
-        ),
-        PROBES_SHARE: report.route_share(
-            [heldout_trajectory(r) for r in read_heldout(str(data / "probes.jsonl"))], count
-        ),
+        HELDOUT_SHARE: report.route_share(trajectories("heldout.jsonl"), count),
+        PROBES_SHARE: report.route_share(trajectories("probes.jsonl"), count),
     }
     return shares | {name: report.route_share(load_trajectories(str(path)), count) for name, path in REAL.items()}
+
+
+def in_block(rows: list[dict]) -> tuple[int, int]:
+    """(targets that stand verbatim in their block, targets scored) of a block mode's scores rows."""
+    scored = [r for r in rows if "ppl" in r]
+    return sum(bool(r.get("target_in_block")) for r in scored), len(scored)
+
+
+def differ_outside(by_mode: dict[str, list], edited_ids: dict[str, list]) -> tuple[int, int]:
+    """(rows whose retrieved and replayed scores differ, of them the rows that edit first)."""
+    a = {r["instance_id"]: r.get("sum_nll") for r in by_mode.get("retrieved", []) if "ppl" in r}
+    b = {r["instance_id"]: r.get("sum_nll") for r in by_mode.get("replayed", []) if "ppl" in r}
+    differ = [i for i in a.keys() & b.keys() if a[i] != b[i]]
+    return len(differ), sum(i in edited_ids for i in differ)
 
 
 INTRO = [
@@ -223,19 +213,40 @@ INTRO = [
     "never scored, so every mode scores the same target tokens.",
     "",
     "Rows: the local demo's own 20 probes (two per family) and 24 held-out rows (3 context turns,",
-    "1,000-character outputs), from repos unseen in its training; `benchmarks/grounding.py` lists the",
-    "commands, and `grounding.json` records the two files' SHA-256.",
+    "1,000-character outputs), from repos unseen in its training, as its snapshot commits them",
+    "(`docs/snapshots/local-demo`); `benchmarks/grounding.py` lists the commands, and `grounding.json`",
+    "records the two files' SHA-256. Every figure below is recomputed from the rows committed under",
+    "`benchmarks/results/grounding` (`uv run python benchmarks/grounding.py`).",
     "",
-    "What the gain is: for a read command the retrieved block holds exactly what the command prints",
-    "(`cat` the file; `sed -n`, `head` and `tail` the range; `grep` the lines), and 10 of the 22 scored",
-    "held-out targets stand verbatim in their block, so most of `retrieved`'s gain below is the block's",
-    "copy of the output (the hybrid idea done softly), not evidence that the model predicts. The",
-    "probe's target classes (`core/targets.py`) keep such read targets apart, as served by emulation",
-    "(`report.grounding.class_table`). The recorder's sessions do change the repository (`sed -i`,",
-    "heredocs): `retrieved` equals `replayed` on these rows only because 3-turn rows end before any",
-    "edit. Unseen is per model: 8 of the 22 scored rows come from repos in the SFT subset of",
-    "`experiments/pilot.py`'s committed run, so for its checkpoints below they are not unseen.",
-    "",
+]
+
+
+def what_the_gain_is(results: Path, edits: dict[str, dict]) -> list[str]:
+    """The intro's measured paragraph: how much of the block is the target, and where the two block
+    modes can differ, in figures from the rows."""
+    sets = {name: _modes(results, pattern) for name, pattern, _ in ROW_SETS}
+    inside = {name: in_block(m.get("retrieved", [])) for name, m in sets.items()}
+    differ = {name: differ_outside(m, edits[name]["edited"]) for name, m in sets.items()}
+    (hk, hn), (pk, pn) = inside["held-out (24)"], inside["probes"]
+    (hd, hde), (pd, pde) = differ["held-out (24)"], differ["probes"]
+    he, pe = (len(edits[n]["edited"]) for n in ("held-out (24)", "probes"))
+    return [
+        "What the gain is: for a read command the retrieved block holds exactly what the command prints",
+        "(`cat` the file; `sed -n`, `head` and `tail` the range; `grep` the lines): with the retrieved",
+        f"block, {hk} of the {hn} scored held-out targets and {pk} of the {pn} probes stand verbatim in their",
+        "block. The target classes (`core/targets.py`) keep such read targets apart, as served by",
+        "emulation, and the class table shows `retrieved`'s gain is on them: the block holds their output",
+        "(the hybrid idea done softly), which is not evidence that the model predicts. The recorder's",
+        "sessions do change the repository (`sed -i`, heredocs): `retrieved` equals `replayed` only on a",
+        "row with no edit before its target, where both blocks read the same state. Of the held-out rows",
+        f"{he} of 24 edit first, of the probes {pe} of 20; the two modes' scores differ on {hd} held-out rows",
+        f"({hde} of them edit first) and {pd} probes ({pde} of them edit first), and the section on edits",
+        "compares them where they can differ.",
+        "",
+    ]
+
+
+HOSTILE = [
     "## Hostile patterns",
     "",
     "A command's grep patterns and find globs are model text, matched on the host. They are compiled",
@@ -263,12 +274,12 @@ def cap_ceiling(rows: list[dict], cap: int) -> float:
 
 
 def _tier1(results: Path) -> list[str]:
-    summaries = {m: s for m, s in _summaries(results, "sim-heldout-{mode}.jsonl").items() if s}
+    summaries = {m: s for m, s in _summaries(results, "sim-heldout-{mode}.jsonl.gz").items() if s}
     if not summaries:
         return []
     mode, first = next(iter(summaries.items()))
     cap = first["decoding"]["max_new_tokens"]
-    ceiling = cap_ceiling(report.read_rows(str(results / f"sim-heldout-{mode}.jsonl")), cap)
+    ceiling = cap_ceiling(report.read_rows(str(results / f"sim-heldout-{mode}.jsonl.gz")), cap)
     lines = [
         "## Free-running fidelity on the held-out rows (tier 1)",
         "",
@@ -284,45 +295,41 @@ def _tier1(results: Path) -> list[str]:
             f"| {m} | {x['n']} | {x['similarity']:.2f} | {x['median_similarity']:.2f} | {x['line_f1']:.2f} | "
             f"{x['exact_match']:.0%} | {x['capped_rate']:.0%} | {x.get('served_rows', '–')} |"
         )
-    fidelity = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
+    fidelity = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl.gz"))
     lines += ["", "Per command family: similarity (exact-match rate).", "", report.fidelity_table(fidelity), ""]
     return lines
 
 
-PILOT = ("base", "assistant-x9", "full-x9")  # the pilot's base, its largest (a) and (b) checkpoints
-
-
-def pilot_ppl(results: Path) -> dict[str, dict]:
-    """PPL by bucket of the pilot's models, each without and with the retrieved block (agent framing)."""
-    found = {
-        f"{model}, {mode}": results / f"score-heldout-{model}-agent-{mode}.jsonl"
-        for model in PILOT
-        for mode in ("none", "retrieved")
-    }
-    rows = {k: report.read_rows(str(p)) for k, p in found.items() if p.exists()}
-    return report.ppl_by_bucket(rows) if rows else {}
-
-
-def _pilot(table: dict[str, dict]) -> list[str]:
-    if not table:
+def _tier2(fidelity: dict) -> list[str]:
+    if not fidelity:
         return []
     return [
-        "## The pilot's checkpoints",
+        "## Free-running fidelity per probe family (tier 2)",
         "",
-        "The same held-out rows scored by the [pilot](pilot.md)'s base (SmolLM2-135M-Instruct with the",
-        "checkpoints' chat template) and its largest checkpoints of arms (a) `assistant` and (b) `full` (27",
-        "steps of 4,096 tokens each, trained without grounding), in the agent framing they were trained in:",
-        "the tables above use the sim framing, so compare within this table. Cells: token-weighted PPL (rows",
-        "scored).",
+        "Two probes per family, greedy, 48 new tokens at most. Cells: similarity (exact-match rate).",
         "",
-        report.ppl_table(table, label="model, grounding"),
+        report.fidelity_table(fidelity),
+        "",
+    ]
+
+
+def _not_measured(tiers: list[str]) -> list[str]:
+    """What the page says of a free-running tier whose rows are not committed."""
+    if not tiers:
+        return []
+    which = " and ".join(tiers)
+    return [
+        f"## Free-running fidelity (tier{'s' if len(tiers) > 1 else ''} {which})",
+        "",
+        "Not measured on these rows: generating every row in four modes was left out to keep this CPU",
+        "measurement short, and the earlier figures were made on an earlier draw of the held-out rows and",
+        "probes, whose files were not committed, so they are not shown. The commands in",
+        "`benchmarks/grounding.py` measure each tier; its rows, committed here, put it on this page.",
         "",
     ]
 
 
 def _edited(results: Path, found: dict[str, dict]) -> list[str]:
-    if not found:
-        return []
     lines = [
         "## Replayed against retrieved where the session edits first",
         "",
@@ -333,38 +340,41 @@ def _edited(results: Path, found: dict[str, dict]) -> list[str]:
         "(rows every mode scored); hybrid serves read and edit targets exactly, so it is left out.",
         "",
     ]
-    for name, e in found.items():
-        result = report.modes_on(_modes(results, dict(ROW_SETS)[name]), e["edited"])
+    for name, pattern, _ in ROW_SETS:
+        e = found[name]
+        result = report.modes_on(_modes(results, pattern), e["edited"])
         lines += [f"### {name}", "", report.edited_sentence(result, e["rows"]), ""]
         if result["scored"]:
             lines += [report.edited_table(result), ""]
     return lines
 
 
-def _unseen(seen: dict[str, list[str]], results: Path) -> list[str]:
+def _unseen(seen: dict[str, list[str]], total: int) -> list[str]:
     if not seen:
         return []
-    scored = [r for r in report.read_rows(str(results / "score-heldout-none.jsonl")) if "ppl" in r]
     return [
         "## Unseen, per model",
         "",
         "A held-out row is unseen by a model only if the model never trained on its repo: the scored",
-        "held-out rows from repos in each model's training subsets (its init's included).",
+        "held-out rows (SmolLM2's, without grounding) from repos in each model's training subsets (its",
+        "init's included; `grounding.json` records their repos). SmolLM2 itself is the stock model, its",
+        "training data unknown. The pilot's checkpoints are measured here again from its re-run.",
         "",
-        report.unseen_table(seen, len(scored)),
+        report.unseen_table(seen, total),
         "",
     ]
 
 
 def _loops(results: Path) -> list[str]:
-    loops = {m: x for m, x in _summaries(results, "loop-{mode}.jsonl").items() if x}
+    loops = {m: x for m, x in _summaries(results, "loop-{mode}.jsonl.gz").items() if x}
     if not loops:
         return []
     lines = [
         "## The closed loop (tier 3)",
         "",
-        "The solver's script on generated tasks, SmolLM2 answering what the shadow does not, 16 new tokens.",
-        "Served exactly: the share of the real observations' tokens whose command the shadow answered.",
+        "The solver's script on two generated tasks (`tasks make --n 2 --seed 7`, not the rows above),",
+        "SmolLM2 answering what the shadow does not, 16 new tokens. Served exactly: the share of the real",
+        "observations' tokens whose command the shadow answered.",
         "",
         "| grounding | episodes | turns | served exactly (tokens) | first divergence | outcome agreement | sim-to-real gap |",
         "|---|---|---|---|---|---|---|",
@@ -378,48 +388,38 @@ def _loops(results: Path) -> list[str]:
     return [*lines, ""]
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--data", help="the data folder (default: the route shares already in RESULTS/grounding.json)")
-    p.add_argument("--results", required=True)
-    p.add_argument("--docs", default=str(HERE.parent / "docs"))
-    p.add_argument("--trained", action="append", default=[], metavar="MODEL=FILE[#SKIP]")
-    a = p.parse_args()
-    results = Path(a.results)
-    data_dir = Path(a.data) if a.data else None
-    edits = edited(data_dir, results)
-    facts = row_facts(data_dir, results)
-    seen = seen_by_model(data_dir, results, a.trained)
-    shares = route_shares(Path(a.data) if a.data else None, results)
-    ppl = {name: report.ppl_by_bucket(rows) for name, pattern in ROW_SETS if (rows := _modes(results, pattern))}
-    families = {name: report.ppl_by_family(_summaries(results, pattern)) for name, pattern in ROW_SETS}
-    fidelity = report.fidelity_by_family(_modes(results, "sim-probes-{mode}.jsonl"))
-    tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl"))
-    data = {"data_sha256": data_sha256(Path(a.data) if a.data else None, results)}
-    pilot = pilot_ppl(results)
-    # Rows scored with target classes (`core/targets.py`) give the table by class; older rows carry none.
+def build(results: Path, files: dict[str, Path], repos: dict[str, list[str]]) -> tuple[str, dict, dict]:
+    """The page's Markdown, `grounding.json`'s content and the plot's panels, from the committed rows
+    in `results`, the rows' files and the training repos: no model runs."""
+    edits = edited(files)
+    shares = route_shares(files)
+    ids = scored_ids(results)
+    seen = report.seen_rows(read_heldout(str(files["heldout.jsonl"])), {m: set(r) for m, r in repos.items()}, ids=ids)
+    ppl = {name: report.ppl_by_bucket(rows) for name, pattern, _ in ROW_SETS if (rows := _modes(results, pattern))}
+    families = {name: report.ppl_by_family(_summaries(results, pattern)) for name, pattern, _ in ROW_SETS}
     classes = {
         name: t
-        for name, pattern in ROW_SETS
-        if (t := report.ppl_by_class(with_facts(_modes(results, pattern), facts.get(name, {}))))
+        for name, pattern, _ in ROW_SETS
+        if (t := report.ppl_by_class(_modes(results, pattern))) and any(c["headline"]["n"] for c in t.values())
     }
-    classes = {name: t for name, t in classes.items() if any(c["headline"]["n"] for c in t.values())}
-    out = data | {
-        **({"ppl_by_class": classes} if classes else {}),
+    fidelity = report.fidelity_by_family(_modes(results, "sim-probes-{mode}.jsonl.gz"))
+    tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl.gz"))
+    out = {
+        "data_sha256": data_sha256(files),
+        "ppl_by_class": classes,
         "route_share": shares,
         "ppl": ppl,
-        "ppl_pilot": pilot,
         "ppl_by_family": {k: v for k, v in families.items() if v},
-        **({"edited": edits} if edits else {}),
-        **({"row_facts": facts} if facts else {}),
-        **({"seen_by_model": seen} if seen else {}),
+        "edited": edits,
+        "training_repos": repos,
+        "seen_by_model": seen,
+        "fidelity": fidelity,
+        "fidelity_heldout": tier1,
     }
-    write_json(str(results / "grounding.json"), out | {"fidelity": fidelity, "fidelity_heldout": tier1})
-    os.makedirs(a.docs, exist_ok=True)
-    panels = {k: ppl[k] for k in ("probes", "held-out (24)") if k in ppl}
-    plot = report.ppl_plot(panels, a.docs, "grounding-ppl.png", "SmolLM2-135M-Instruct zero-shot, sim framing")
     lines = [
         *INTRO,
+        *what_the_gain_is(results, edits),
+        *HOSTILE,
         "## Env PPL by target length",
         "",
         "SmolLM2-135M-Instruct zero-shot, sim framing, 1,024-token block. Cells: token-weighted PPL (rows",
@@ -428,13 +428,14 @@ def main() -> None:
     ]
     for name, table in ppl.items():
         lines += [f"### {name}", "", report.ppl_table(table), ""]
-    lines += [f"![PPL by length bucket per mode]({Path(plot).name})", ""]
+    lines += ["![PPL by length bucket per mode](grounding-ppl.png)", ""]
     if classes:
         lines += [
             "## Env PPL by target class",
             "",
-            "The headline is read + predict; read is served by emulation. Where the rows record it, a cell",
-            "counts the scored targets that stand verbatim in their block (the copy rule against the block).",
+            "The headline is read + predict; read is served by emulation. A cell counts the scored targets",
+            "that stand verbatim in their block (the copy rule against the block): for read targets that is",
+            "the block's copy of the output, not a prediction.",
             "",
         ]
         for name, table in classes.items():
@@ -444,18 +445,10 @@ def main() -> None:
         if table:
             lines += [f"### {name}", "", report.family_table(table), ""]
     lines += _edited(results, edits)
-    lines += _pilot(pilot)
-    lines += _unseen(seen, results)
-    lines += _tier1(results)
-    if fidelity:
-        lines += [
-            "## Free-running fidelity per probe family (tier 2)",
-            "",
-            "Two probes per family, greedy, 48 new tokens at most. Cells: similarity (exact-match rate).",
-            "",
-            report.fidelity_table(fidelity),
-            "",
-        ]
+    lines += _unseen(seen, len(ids))
+    tier1_lines, tier2_lines = _tier1(results), _tier2(fidelity)
+    lines += tier1_lines + tier2_lines
+    lines += _not_measured([t for t, shown in (("1", tier1_lines), ("2", tier2_lines)) if not shown])
     lines += _loops(results)
     lines += [
         "## What is left to learn",
@@ -469,8 +462,27 @@ def main() -> None:
     for name, s in shares.items():
         lines.append(f"| {name} | {s['observations']} | {s['tokens']} | {s['exact_token_share']:.1%} |")
     lines.append("")
-    Path(a.docs, "grounding.md").write_text("\n".join(lines))
-    print(json.dumps({"route_share": {k: v["exact_token_share"] for k, v in shares.items()}, "ppl": ppl}, indent=1))
+    panels = {k: ppl[k] for k in ("probes", "held-out (24)") if k in ppl}
+    return "\n".join(lines), out, panels
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--results", default=str(RESULTS), help="the committed rows and grounding.json")
+    p.add_argument("--data", help="heldout.jsonl and probes.jsonl (default: the demo snapshot's committed rows)")
+    p.add_argument("--pack", metavar="RAW", help="first pack RAW/*.jsonl into RESULTS, gzipped, paths logical")
+    p.add_argument("--docs", default=str(DOCS))
+    p.add_argument("--trained", action="append", default=[], metavar="MODEL=FILE[#SKIP]")
+    a = p.parse_args()
+    results = Path(a.results)
+    if a.pack:
+        print("packed", pack(Path(a.pack), results))
+    page, out, panels = build(results, data_files(Path(a.data) if a.data else None), training_repos(results, a.trained))
+    write_json(str(results / "grounding.json"), out)
+    os.makedirs(a.docs, exist_ok=True)
+    report.ppl_plot(panels, a.docs, "grounding-ppl.png", "SmolLM2-135M-Instruct zero-shot, sim framing")
+    Path(a.docs, "grounding.md").write_text(page)
+    print(json.dumps({"route_share": {k: v["exact_token_share"] for k, v in out["route_share"].items()}}, indent=1))
 
 
 if __name__ == "__main__":

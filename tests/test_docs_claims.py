@@ -396,13 +396,12 @@ def grounding_options() -> bool:
 
 @cache
 def grounding_measured_untrained_with_it() -> bool:
-    """The grounding page's numbers come from SmolLM2-135M-Instruct: the stock weights, or the pilot's
-    checkpoints, whose recipe never names grounding; none was trained with a grounding block."""
+    """The grounding page's numbers come from SmolLM2-135M-Instruct's stock weights, never trained with
+    a grounding block, and the pilot's recipe never names grounding."""
     commands = (REPO_ROOT / "benchmarks" / "grounding.py").read_text().split('"""')[1]
     models = re.findall(r"--model(?:-path)? (\S+)", commands)
     return (
-        "smollm2" in models
-        and set(models) <= {"smollm2", "C/CKPT/VERSION/hf"}
+        set(models) == {"smollm2"}
         and _pilot().Pilot().base == "smollm2"
         and "grounding" not in (EXPERIMENTS / "pilot.py").read_text()
     )
@@ -412,20 +411,28 @@ GROUNDING_RESULTS = REPO_ROOT / "benchmarks" / "results" / "grounding"
 
 
 def _grounding_summary(name: str) -> dict:
-    rows = map(json.loads, (GROUNDING_RESULTS / name).read_text().splitlines())
-    return next(r for r in rows if r.get("_summary"))
+    return next(r for r in _gz_rows(GROUNDING_RESULTS / name) if r.get("_summary"))
 
 
 @cache
 def grounding_on_demo_rows() -> bool:
     """The grounding page's rows are the demo's held-out rows and probes (the snapshot's steps, in
-    the shape the page gives), copied whole and recorded by SHA-256."""
+    the shape the page gives), as the snapshot commits them: `grounding.json`'s SHA-256 of each is
+    the committed file's, and every mode scored all of them."""
+    import gzip
+    import hashlib
+
     benchmark = REPO_ROOT / "benchmarks"
     commands = (benchmark / "grounding.py").read_text().split('"""')[1]
     [heldout] = _steps("heldout/sim_ppl_heldout_24@")
     [probes] = _steps("terminalworld/probes@")
     version = heldout.split("@")[1]
-
+    committed = {
+        "heldout.jsonl": SNAPSHOT / heldout.replace("@", "/") / "sim_ppl_heldout_24.jsonl.gz",
+        "probes.jsonl": SNAPSHOT / probes.replace("@", "/") / "probes.jsonl.gz",
+    }
+    sha = {k: hashlib.sha256(gzip.decompress(p.read_bytes())).hexdigest() for k, p in committed.items()}
+    modes = ("none", "retrieved", "replayed", "hybrid")
     return (
         (_field(_config(heldout), "n"), _field(_config(heldout), "context_turns"), _field(_config(probes), "n"))
         == (24, 3, 20)
@@ -433,39 +440,28 @@ def grounding_on_demo_rows() -> bool:
         and bool(_field(_config(probes), "exclude_from", "exclude_repos_from"))  # unseen repos
         and _field(_config(next(iter(_steps("terminalworld/corpus/recorded@")))), "max_output_chars") == 1000
         and f"V={version}" in commands
-        and "heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl DATA/heldout.jsonl" in commands
-        and "terminalworld/probes/$V/probes.jsonl DATA/probes.jsonl" in commands
-        and (
-            _grounding_summary("score-heldout-none.jsonl")["n_trajectories"],
-            _grounding_summary("score-probes-none.jsonl")["n_trajectories"],
+        and "$S/heldout/sim_ppl_heldout_24/$V/sim_ppl_heldout_24.jsonl.gz > DATA/heldout.jsonl" in commands
+        and "$S/terminalworld/probes/$V/probes.jsonl.gz > DATA/probes.jsonl" in commands
+        and all(
+            (
+                _grounding_summary(f"score-heldout-{m}.jsonl.gz")["n_trajectories"],
+                _grounding_summary(f"score-probes-{m}.jsonl.gz")["n_trajectories"],
+            )
+            == (24, 20)
+            for m in modes
         )
-        == (24, 20)
-        and set(json.loads((GROUNDING_RESULTS / "grounding.json").read_text())["data_sha256"])
-        == {"heldout.jsonl", "probes.jsonl"}
+        and json.loads((GROUNDING_RESULTS / "grounding.json").read_text())["data_sha256"] == sha
     )
 
 
 @cache
-def grounding_pilot_rows() -> bool:
-    """The page's pilot table: the base with the checkpoints' template and the largest (a) and (b)
-    checkpoints of the committed run (27 steps of 4,096 tokens, as its records say), agent framing,
-    without and with the retrieved block."""
-    run = SNAPSHOTS / "pilot"
-    version = json.loads((run / "snapshot.json").read_text())["reports"][0].rpartition("@")[2]
-    steps = json.loads((run / "checkpoints/terminalworld/full-x9" / version / RECORD).read_text())["config"]["recipe"]
-    seq = json.loads((run / "terminalworld/tokenized/full-pilot" / version / RECORD).read_text())["config"]["seq_len"]
-    summaries = {
-        (model, mode): _grounding_summary(f"score-heldout-{model}-agent-{mode}.jsonl")
-        for model in ("base", "assistant-x9", "full-x9")
-        for mode in ("none", "retrieved")
-    }
+def grounding_pilot_awaits_rerun() -> bool:
+    """The grounding page measures no pilot checkpoint: no committed scores row names one, and the
+    script's commands say the pilot's are measured from its re-run."""
+    commands = (REPO_ROOT / "benchmarks" / "grounding.py").read_text().split('"""')[1]
+    names = {_grounding_summary(p.name)["model_name"] for p in GROUNDING_RESULTS.glob("score-*.jsonl.gz")}
     return (
-        (steps["steps"], seq) == (27, 4096)
-        and all(
-            (x["mode"], x["model_name"], x["grounding"], x["n_trajectories"]) == ("agent", model, mode, 24)
-            for (model, mode), x in summaries.items()
-        )
-        and summaries["base", "none"]["model_path"] == "smollm2"
+        names == {"smollm2"} and "The pilot's checkpoints (`experiments/pilot.py`) are measured here again" in commands
     )
 
 
@@ -821,17 +817,15 @@ CLAIMS: list[Claim] = [
     Claim(
         "grounding.md",
         "Rows: the local demo's own 20 probes (two per family) and 24 held-out rows (3 context turns, "
-        "1,000-character outputs), from repos unseen in its training; `benchmarks/grounding.py` lists the "
-        "commands, and `grounding.json` records the two files' SHA-256.",
+        "1,000-character outputs), from repos unseen in its training, as its snapshot commits them "
+        "(`docs/snapshots/local-demo`); `benchmarks/grounding.py` lists the commands, and `grounding.json` records "
+        "the two files' SHA-256.",
         (grounding_on_demo_rows, grounding_measured_untrained_with_it),
     ),
     Claim(
         "grounding.md",
-        "The same held-out rows scored by the [pilot](pilot.md)'s base (SmolLM2-135M-Instruct with the checkpoints' "
-        "chat template) and its largest checkpoints of arms (a) `assistant` and (b) `full` (27 steps of 4,096 "
-        "tokens each, trained without grounding), in the agent framing they were trained in: the tables above "
-        "use the sim framing, so compare within this table.",
-        (grounding_pilot_rows, grounding_measured_untrained_with_it),
+        "The pilot's checkpoints are measured here again from its re-run.",
+        (grounding_pilot_awaits_rerun,),
     ),
     Claim(
         "risks.md",
@@ -920,9 +914,8 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "risks.md",
-        "Its measurements so far are of SmolLM2-135M-Instruct, zero-shot and as the pilot's checkpoints, on "
-        "CPU-sized sets; neither the demo nor the pilot trains with grounding, so whether a simulator trained "
-        "with it closes the gap is still open.",
+        "Its measurements so far are of SmolLM2-135M-Instruct zero-shot, on CPU-sized sets; neither the demo nor "
+        "the pilot trains with grounding, so whether a simulator trained with it closes the gap is still open.",
         (grounding_measured_untrained_with_it, no_grounding_in_demo),
     ),
     Claim(
@@ -979,8 +972,8 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "pilot.md",
-        "The grounding page's demo rows are not: 8 of its 22 rows come from repos in the pilot's SFT subset, so "
-        "\"unseen\" holds there for the demo's models, not for the pilot's checkpoints.",
+        "The grounding page's earlier demo rows were not: 8 of their 22 rows came from repos in the pilot's SFT "
+        "subset, so \"unseen\" held there for the demo's models, not for the pilot's checkpoints.",
         (pilot_rows_not_kept,),
     ),
     Claim(
@@ -1279,3 +1272,175 @@ def test_the_readme_demo_table_recomputes_from_the_snapshot_rows():
         assert _matches(cells[3], statistics.fmean(t["reward"] for t in scored)), name
         valid = statistics.fmean(t["process"]["valid_reply_share"] for t in scored)
         assert _matches(cells[4], 100 * valid), name
+
+
+# The grounding page: every figure it quotes is recomputed from the rows committed under
+# `benchmarks/results/grounding` and the demo snapshot's held-out rows and probes.
+
+GROUNDING_PAGE = DOCS / "grounding.md"
+GROUNDING_SETS = {"probes": "probes", "held-out (24)": "heldout"}  # page heading: scores files' infix
+GROUNDING_DATA = {
+    "heldout": SNAPSHOT / "heldout/sim_ppl_heldout_24/2026.12.03/sim_ppl_heldout_24.jsonl.gz",
+    "probes": SNAPSHOT / "terminalworld/probes/2026.12.03/probes.jsonl.gz",
+}
+
+
+def _grounding_scores(infix: str, mode: str) -> list[dict]:
+    return [r for r in _gz_rows(GROUNDING_RESULTS / f"score-{infix}-{mode}.jsonl.gz") if not r.get("_summary")]
+
+
+def _page_tables(text: str) -> dict[tuple[str, str], list[list[str]]]:
+    """The page's Markdown tables by (section, subsection) heading, each a list of body rows' cells."""
+    tables: dict[tuple[str, str], list[list[str]]] = {}
+    section = sub = ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section, sub = line[3:], ""
+        elif line.startswith("### "):
+            sub = line[4:]
+        elif line.startswith("| ") and not line.startswith("|---"):
+            tables.setdefault((section, sub), []).append([c.strip() for c in line.strip().strip("|").split("|")])
+    return {k: rows[1:] for k, rows in tables.items()}  # the header row apart
+
+
+def _ppl_cell(rows: list[dict], served: int = 0) -> str:
+    """A cell as the page writes it: token-weighted PPL (rows scored), and the rows served exactly."""
+    import math
+
+    tokens = sum(r["n_target_tokens"] for r in rows)
+    text = f"{math.exp(math.fsum(r['sum_nll'] for r in rows) / tokens):.2f} ({len(rows)})" if tokens else "–"
+    return text + (f"; {served} served exactly" if served else "")
+
+
+def grounding_page_errors(text: str) -> list[str]:
+    """Each figure of the grounding page that a recomputation from the committed rows does not give:
+    the length and class tables, the rows that edit first and the modes on them, the verbatim-in-block
+    and differing-rows counts of the intro, and the unseen rows per model."""
+    import gzip
+    import hashlib
+    import statistics
+
+    from terminalworld.core.heldout import read_heldout
+    from terminalworld.report.grounding import edited_rows
+
+    errors: list[str] = []
+    tables = _page_tables(text)
+    flat = re.sub(r"\s+", " ", text)
+
+    def expect(what: str, shown, wanted) -> None:
+        if shown != wanted:
+            errors.append(f"{what}: the page shows {shown!r}, the rows give {wanted!r}")
+
+    recorded = json.loads((GROUNDING_RESULTS / "grounding.json").read_text())["data_sha256"]
+    for name, path in GROUNDING_DATA.items():
+        expect(
+            f"{name} SHA-256", recorded[f"{name}.jsonl"], hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest()
+        )
+    heldout = {name: read_heldout(str(path)) for name, path in GROUNDING_DATA.items()}
+    edits = {name: edited_rows(rows) for name, rows in heldout.items()}
+    buckets = (("<=20", 0, 20), ("21-200", 21, 200), (">200", 201, 10**9), ("all", 0, 10**9))
+    for heading, infix in GROUNDING_SETS.items():
+        by_mode = {m: _grounding_scores(infix, m) for m in ("none", "retrieved", "replayed", "hybrid")}
+        # By target length: every scored row with a target, per bucket; hybrid's served rows apart.
+        for cells in tables["Env PPL by target length", heading]:
+            rows = [r for r in by_mode[cells[0]] if "skipped" not in r and r.get("target_chars") != 0]
+            for (label, lo, hi), cell in zip(buckets, cells[1:], strict=True):
+                inside = [r for r in rows if lo <= r["n_target_tokens"] <= hi]
+                served = sum(r.get("route") == "exact" and "ppl" not in r for r in inside)
+                expect(f"{heading} {cells[0]} {label}", cell, _ppl_cell([r for r in inside if "ppl" in r], served))
+        # By target class: the headline is read + predict; a cell counts the targets in their block.
+        labels = {"headline": ("read", "predict"), "read": ("read",), "predict": ("predict",), "copy": ("copy",)}
+        labels |= {"sentinel": ("sentinel",)}
+        for cells in tables["Env PPL by target class", heading]:
+            classes = labels[cells[0].split()[0].rstrip(":")]
+            for mode, cell in zip(by_mode, cells[1:], strict=True):
+                inside = [r for r in by_mode[mode] if "skipped" not in r and r["target_class"] in classes]
+                scored = [r for r in inside if "ppl" in r]
+                wanted = _ppl_cell(scored).split("; ")[0]
+                if block := sum(bool(r.get("target_in_block")) for r in scored):
+                    wanted += f"; {block} verbatim in block"
+                if served := len(inside) - len(scored):
+                    wanted += f"; {served} served exactly"
+                expect(f"{heading} {cells[0]} {mode}", cell, wanted)
+        # The rows that edit first: none, retrieved and replayed on the rows all three scored.
+        ids = set(edits[infix])
+        scored = {
+            m: {r["instance_id"]: r for r in by_mode[m] if "ppl" in r and r["instance_id"] in ids} for m in by_mode
+        }
+        common = sorted(set(scored["none"]) & set(scored["retrieved"]) & set(scored["replayed"]))
+        sentence = f"{len(ids)} of the {len(heldout[infix])} rows' sessions edit the repository before the target"
+        expect(f"{heading} edited rows", sentence in flat, True)
+        if common:
+            below = sum(scored["replayed"][i]["ppl"] < scored["retrieved"][i]["ppl"] for i in common)
+            expect(
+                f"{heading} replayed below retrieved",
+                f"Replayed scores below retrieved on {below} of them" in flat,
+                True,
+            )
+            for cells in tables["Replayed against retrieved where the session edits first", heading]:
+                mine = [scored[cells[0]][i] for i in common]
+                tw = _ppl_cell(mine).split(" (")[0]
+                wanted = [str(len(common)), str(sum(r["n_target_tokens"] for r in mine)), tw]
+                wanted.append(f"{statistics.median(r['ppl'] for r in mine):.2f}")
+                expect(f"{heading} edited {cells[0]}", cells[1:], wanted)
+        # The intro: targets verbatim in the retrieved block, and rows where retrieved and replayed differ.
+        block = [r for r in by_mode["retrieved"] if "ppl" in r]
+        verbatim = sum(bool(r.get("target_in_block")) for r in block)
+        kind = "scored held-out targets" if infix == "heldout" else "probes"
+        expect(f"{heading} verbatim", f"{verbatim} of the {len(block)} {kind}" in flat, True)
+        a = {r["instance_id"]: r["sum_nll"] for r in block}
+        b = {r["instance_id"]: r["sum_nll"] for r in by_mode["replayed"] if "ppl" in r}
+        differ = [i for i in a.keys() & b.keys() if a[i] != b[i]]
+        noun = "held-out rows" if infix == "heldout" else "probes"
+        wanted = f"{len(differ)} {noun} ({sum(i in ids for i in differ)} of them edit first)"
+        expect(f"{heading} differing rows", wanted in flat, True)
+    edited_counts = (
+        f"Of the held-out rows {len(edits['heldout'])} of 24 edit first, of the probes {len(edits['probes'])} of 20"
+    )
+    expect("edited counts", edited_counts in flat, True)
+    # Unseen, per model: the scored held-out rows from repos each model's training subsets hold.
+    repos = json.loads((GROUNDING_RESULTS / "grounding.json").read_text())["training_repos"]
+    scored_ids = {r["instance_id"] for r in _grounding_scores("heldout", "none") if "ppl" in r}
+    repo_of = {r["instance_id"]: r["repo"] for r in heldout["heldout"]}
+    unseen = {cells[0]: cells[1:] for cells in tables.get(("Unseen, per model", ""), [])}
+    expect("unseen models", sorted(unseen), sorted(repos))
+    for model, cells in unseen.items():
+        seen = sum(repo_of[i] in set(repos.get(model, ())) for i in scored_ids)
+        expect(f"unseen {model}", cells, [f"{seen} of {len(scored_ids)}", str(len(scored_ids) - seen)])
+    return errors
+
+
+def test_the_grounding_page_recomputes_from_the_committed_rows():
+    assert grounding_page_errors(GROUNDING_PAGE.read_text()) == []
+
+
+def test_a_wrong_figure_on_the_grounding_page_fails():
+    """Each kind of figure, changed by one unit in its last digit, is caught."""
+    text = GROUNDING_PAGE.read_text()
+    tables = _page_tables(text)
+    edited_line = next(x for x in text.splitlines() if x.startswith("| replayed |") and x.count("|") == 6)
+    class_line = next(x for x in text.splitlines() if x.startswith("| headline: read + predict |"))
+    for line in (edited_line, class_line):
+        number = re.findall(r"\d+\.\d\d", line)[-1]
+        wrong = f"{float(number) + 0.01:.2f}"
+        assert grounding_page_errors(text.replace(line, line.replace(number, wrong))), line
+    sentence = re.search(r"Of the held-out rows\s+(\d+) of 24", text)
+    assert sentence
+    wrong = text[: sentence.start(1)] + str(int(sentence.group(1)) + 1) + text[sentence.end(1) :]
+    assert grounding_page_errors(wrong)
+    unseen = next(x for x in text.splitlines() if x.startswith("| base-demo |"))
+    assert grounding_page_errors(text.replace(unseen, unseen.replace("0 of", "1 of")))
+    assert tables[("Unseen, per model", "")]
+
+
+def test_the_grounding_page_is_what_its_script_writes_from_the_committed_rows():
+    """Every figure, the family and route tables and the closed loop's included: the page is the
+    script's rebuild from the committed rows alone (no model runs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("grounding_benchmark", REPO_ROOT / "benchmarks" / "grounding.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    page, out, _ = bench.build(bench.RESULTS, bench.data_files(None), bench.training_repos(bench.RESULTS, []))
+    assert page == GROUNDING_PAGE.read_text()
+    assert json.loads(json.dumps(out)) == json.loads((GROUNDING_RESULTS / "grounding.json").read_text())

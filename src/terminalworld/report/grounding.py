@@ -14,6 +14,7 @@ from these tables.
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import statistics
@@ -30,19 +31,24 @@ from terminalworld.report.tables import Table, fixed, table_markdown
 MODES = ("none", "retrieved", "replayed", "hybrid")
 
 
+def _open(path: str):
+    """A rows file for reading, gzip-compressed (as committed) or not (as the tools write it)."""
+    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
+
+
 def read_rows(path: str) -> list[dict[str, Any]]:
-    """The non-summary rows of a scores or sim-eval file."""
-    with open(path, encoding="utf-8") as f:
+    """The non-summary rows of a scores or sim-eval file (`.gz` or not)."""
+    with _open(path) as f:
         return [r for r in map(json.loads, f) if not r.get("_summary")]
 
 
 def read_summary(path: str) -> dict[str, Any] | None:
-    """The summary row of a rows file, or None when the file is missing."""
+    """The summary row of a rows file (`.gz` or not), or None when the file is missing."""
     import os
 
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
+    with _open(path) as f:
         return next((r for r in map(json.loads, f) if r.get("_summary")), None)
 
 
