@@ -19,6 +19,34 @@ def load_experiment(name: str):
     return module
 
 
+@pytest.fixture(scope="session", autouse=True)
+def jax_compilation_cache(tmp_path_factory):
+    """One JAX persistent compilation cache per test process: the Levanter runs of a session (the
+    reduced pilot's thirteen among them) jit the same train step at the same shapes, and every
+    compile after the first reads the executable back instead of compiling it again. Set both in
+    this process and in the environment, so that the training subprocesses a test launches share it.
+    Per xdist worker, as JAX writes entries without a lock."""
+    import os
+
+    import jax
+
+    folder = str(tmp_path_factory.mktemp("jax-cache"))
+    settings = {"jax_compilation_cache_dir": folder, "jax_persistent_cache_min_compile_time_secs": 0}
+    before = {name: getattr(jax.config, name) for name in settings}
+    env_before = {name.upper(): os.environ.get(name.upper()) for name in settings}
+    for name, value in settings.items():
+        jax.config.update(name, value)
+        os.environ[name.upper()] = str(value)
+    yield folder
+    for name, value in before.items():
+        jax.config.update(name, value)
+    for name, value in env_before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture
 def workdir():
     """A folder every uid may traverse (a root host runs sandboxes as an unprivileged uid, which must
