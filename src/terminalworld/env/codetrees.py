@@ -64,14 +64,19 @@ def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: 
     trees: dict[str, CodeTree] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
-        if not name or dist.files is None:
+        if not name:
             continue
         key = re.sub(r"[-_.]+", "-", name).lower()
-        if key not in wanted or key in trees or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in dist.files):
+        if key not in wanted or key in trees:
+            continue
+        # Read a distribution's file list only when it is wanted, and once: `dist.files` parses its
+        # RECORD and stats every file each time (seconds, over all of an environment's packages).
+        listed = dist.files
+        if listed is None or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in listed):
             continue
         files = []
         size = 0
-        for f in dist.files:
+        for f in listed:
             rel = str(f)
             if rel.startswith("..") or any(p in rel for p in _SKIP_PARTS) or not rel.endswith(_TEXT_SUFFIXES):
                 continue
