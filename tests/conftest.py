@@ -5,6 +5,14 @@ import pytest
 from tests.paths import FIXTURES, REPO_ROOT
 
 
+def pytest_collection_modifyitems(items):
+    """The modules that hold a `slow_ci` run go first (each kept whole, in its own order): with
+    xdist's work stealing (pyproject's addopts) the longest runs start at once and the short tests
+    fill the other worker, instead of a long run starting late and finishing while a worker idles."""
+    slow = {item.path for item in items if item.get_closest_marker("slow_ci")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def load_experiment(name: str):
     """An experiment file of experiments/ as a module (its `__main__` block does not run)."""
     import importlib.util
