@@ -5,6 +5,14 @@ import pytest
 from tests.paths import FIXTURES, REPO_ROOT
 
 
+def pytest_collection_modifyitems(items):
+    """The modules that hold a `slow_ci` run go first (each kept whole, in its own order): with
+    xdist's work stealing (pyproject's addopts) the longest runs start at once and the short tests
+    fill the other worker, instead of a long run starting late and finishing while a worker idles."""
+    slow = {item.path for item in items if item.get_closest_marker("slow_ci")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 def load_experiment(name: str):
     """An experiment file of experiments/ as a module (its `__main__` block does not run)."""
     import importlib.util
@@ -17,6 +25,34 @@ def load_experiment(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="session", autouse=True)
+def jax_compilation_cache(tmp_path_factory):
+    """One JAX persistent compilation cache per test process: the Levanter runs of a session (the
+    reduced pilot's thirteen among them) jit the same train step at the same shapes, and every
+    compile after the first reads the executable back instead of compiling it again. Set both in
+    this process and in the environment, so that the training subprocesses a test launches share it.
+    Per xdist worker, as JAX writes entries without a lock."""
+    import os
+
+    import jax
+
+    folder = str(tmp_path_factory.mktemp("jax-cache"))
+    settings = {"jax_compilation_cache_dir": folder, "jax_persistent_cache_min_compile_time_secs": 0}
+    before = {name: getattr(jax.config, name) for name in settings}
+    env_before = {name.upper(): os.environ.get(name.upper()) for name in settings}
+    for name, value in settings.items():
+        jax.config.update(name, value)
+        os.environ[name.upper()] = str(value)
+    yield folder
+    for name, value in before.items():
+        jax.config.update(name, value)
+    for name, value in env_before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture

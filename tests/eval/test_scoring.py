@@ -44,6 +44,21 @@ def smollm2():
     return tiny_qwen3(len(load_tokenizer("smollm2"))).eval()
 
 
+@pytest.fixture(scope="module")
+def default_run(heldout, smollm2, tmp_path_factory):
+    """The held-out rows scored once for the module in the default mode (agent, float32 on CPU):
+    every line of the output and the summary `score` returned. Each forward of SmolLM2 over these
+    rows takes seconds on a CPU, so the tests that compare another run with this one share it."""
+    import terminalworld.eval.scoring as scoring
+
+    path, _ = heldout
+    out = tmp_path_factory.mktemp("default") / "agent.jsonl"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+        summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), dtype="float32"))
+    return [json.loads(x) for x in out.read_text().splitlines()], summary
+
+
 def scored_rows(path):
     """A scorer output's rows, without the summary row."""
     return [json.loads(x) for x in path.read_text().splitlines()][:-1]
@@ -141,14 +156,19 @@ def assert_summary_by_hand(summary, rows):
 
 
 @pytest.mark.parametrize("mode", ["agent", "sim"])
-def test_scores_match_an_independent_full_logits_implementation(heldout, smollm2, tmp_path, mode, monkeypatch):
+def test_scores_match_an_independent_full_logits_implementation(
+    heldout, smollm2, default_run, tmp_path, mode, monkeypatch
+):
     path, rows = heldout
     import terminalworld.eval.scoring as scoring
 
-    monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
-    out = tmp_path / f"{mode}.jsonl"
-    summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), mode=mode, dtype="float32"))
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    if mode == "agent":  # the default mode: the module's one run of it
+        lines, summary = default_run
+    else:
+        monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+        out = tmp_path / f"{mode}.jsonl"
+        summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), mode=mode, dtype="float32"))
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[-1] == summary and summary["n_scored"] == len(rows) == 3
     tok = load_tokenizer("smollm2")
     total_n, total_nll = 0, 0.0
@@ -416,16 +436,9 @@ def _gpu():
 
 
 @pytest.fixture(scope="module")
-def cpu_scores(heldout, smollm2, tmp_path_factory):
+def cpu_scores(default_run):
     """The float32 HF rows on CPU, the reference for the GPU backends."""
-    import terminalworld.eval.scoring as scoring
-
-    path, _ = heldout
-    out = tmp_path_factory.mktemp("cpu") / "cpu.jsonl"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
-        score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), dtype="float32"))
-    return scored_rows(out)
+    return default_run[0][:-1]
 
 
 def _assert_rows_agree(got_path, reference, tol):
@@ -491,7 +504,7 @@ def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path, monkeypatch)
         local_model_path(f"memory:///nothing-{uuid.uuid4().hex}")
 
 
-def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monkeypatch):
+def test_chat_template_from_another_checkpoint(heldout, smollm2, default_run, tmp_path, monkeypatch):
     """A base model scored with an SFT checkpoint's template renders exactly as that template does."""
     from transformers import AutoTokenizer
 
@@ -505,7 +518,7 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monke
     )
     other.save_pretrained(tmp_path / "sft-checkpoint")
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
-    out, plain = tmp_path / "t.jsonl", tmp_path / "plain.jsonl"
+    out = tmp_path / "t.jsonl"
     score(
         ScoreConfig(
             model_path="smollm2",
@@ -514,8 +527,7 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, tmp_path, monke
             chat_template_from=str(tmp_path / "sft-checkpoint"),
         )
     )
-    score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(plain), dtype="float32"))
-    got, default = scored_rows(out), scored_rows(plain)
+    got, default = scored_rows(out), default_run[0][:-1]
     for g, d, row in zip(got, default, rows, strict=False):
         n, mean, _ = reference_score(smollm2, other, row, "agent")
         assert g["n_target_tokens"] == n and abs(g["mean_nll"] - mean) < 1e-4  # both float32 on CPU
@@ -549,12 +561,12 @@ def test_grounding_none_reproduces_the_scores_from_before_grounding(tmp_path):
             assert sum(d["sum_nll"] for d in row["depths"]) == pytest.approx(want["sum_nll"], rel=1e-8)
 
 
-def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, tmp_path, monkeypatch):
+def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, default_run, tmp_path, monkeypatch):
     """A target with no terminal text would be scored on its end-of-turn token alone (a PPL of tens
     of thousands that topped the "worst" column); it is skipped, with its reason, and never scored."""
     import terminalworld.eval.scoring as scoring
 
-    path, rows = heldout
+    _, rows = heldout
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
     empty = [dict(rows[0], instance_id="empty", target_env="Observation: "), dict(rows[0], instance_id="blank")]
     empty[1]["target_env"] = "Observation: \n  \n"
@@ -569,7 +581,7 @@ def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2
     assert all(x["target_class"] == classify(r) for x, r in zip(lines, [*rows, *empty], strict=True))
     assert sum(c["n"] for c in summary["by_class"].values()) == summary["n_scored"]
     assert summary["class_counts"]["empty"] == 2
-    alone = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(tmp_path / "alone.jsonl")))
+    alone = default_run[1]  # the same rows without the empty ones
     assert {k: summary[k] for k in ("token_weighted_ppl", "median_ppl", "worst")} == {
         k: alone[k] for k in ("token_weighted_ppl", "median_ppl", "worst")
     }

@@ -82,11 +82,28 @@ def build_once(dest: str, build: Callable[[str], None]) -> str:
     return dest
 
 
+@lru_cache(maxsize=8)
+def _conversion_key(path: str, size: int, mtime_ns: int) -> str:
+    """What a GGUF file's conversion is cached under: its bytes and the converting transformers'
+    version, not its path, so every checkout and environment holding the same file (each of CI's
+    fresh clones) shares one conversion. Hashed once per process per file (size and mtime say when
+    it changed)."""
+    from importlib.metadata import version
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return hashlib.sha256(f"{digest.hexdigest()}:{size}:transformers-{version('transformers')}".encode()).hexdigest()[
+        :16
+    ]
+
+
 def gguf_as_hf(gguf_path: str, part: str) -> str:
     """An HF folder holding the `part` ("tokenizer" or "model", float32) of a GGUF file, converted
     once and cached."""
     st = os.stat(gguf_path)
-    key = hashlib.sha256(f"{os.path.abspath(gguf_path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    key = _conversion_key(os.path.abspath(gguf_path), st.st_size, st.st_mtime_ns)
     folder, name = os.path.dirname(os.path.abspath(gguf_path)), os.path.basename(gguf_path)
 
     def convert(out: str) -> None:

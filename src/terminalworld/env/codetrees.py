@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from terminalworld.errors import InputError
@@ -58,20 +59,32 @@ def allowed_code_trees() -> list[str]:
 
 def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: int = 4 << 20) -> list[CodeTree]:
     """The listed pure-Python distributions of this environment (no compiled extension), sorted by
-    name; raises `InputError` when a listed one is missing, since the corpus would differ."""
+    name; raises `InputError` when a listed one is missing, since the corpus would differ. Found once
+    per process (reading every package's metadata takes seconds, and a pipeline's recorder, task
+    makers, probes and grounders each ask), as a process's installed packages do not change."""
+    return list(_discover(min_py_files, max_files, max_bytes))
+
+
+@cache
+def _discover(min_py_files: int, max_files: int, max_bytes: int) -> tuple[CodeTree, ...]:
     allowed = allowed_code_trees()
     wanted = set(allowed)
     trees: dict[str, CodeTree] = {}
     for dist in md.distributions():
         name = dist.metadata["Name"]
-        if not name or dist.files is None:
+        if not name:
             continue
         key = re.sub(r"[-_.]+", "-", name).lower()
-        if key not in wanted or key in trees or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in dist.files):
+        if key not in wanted or key in trees:
+            continue
+        # Read a distribution's file list only when it is wanted, and once: `dist.files` parses its
+        # RECORD and stats every file each time (seconds, over all of an environment's packages).
+        listed = dist.files
+        if listed is None or any(str(f).endswith((".so", ".pyd", ".dylib")) for f in listed):
             continue
         files = []
         size = 0
-        for f in dist.files:
+        for f in listed:
             rel = str(f)
             if rel.startswith("..") or any(p in rel for p in _SKIP_PARTS) or not rel.endswith(_TEXT_SUFFIXES):
                 continue
@@ -91,7 +104,7 @@ def discover_code_trees(min_py_files: int = 3, max_files: int = 400, max_bytes: 
             f"code trees {', '.join(missing)} are not installed as pure-Python distributions; "
             "run `uv sync` (the recorded corpus depends on every listed tree)"
         )
-    return [trees[k] for k in sorted(allowed)]
+    return tuple(trees[k] for k in sorted(allowed))
 
 
 def git(repo_dir: str | Path, *args: str) -> str:
