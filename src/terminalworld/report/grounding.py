@@ -14,14 +14,14 @@ from these tables.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from terminalworld.core.heldout import heldout_trajectory
+from terminalworld.core.records import iter_lines
 from terminalworld.core.routing import edits, family, route
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.eval.metrics import BUCKET_LABELS, token_bucket
@@ -31,15 +31,14 @@ from terminalworld.report.tables import Table, fixed, table_markdown
 MODES = ("none", "retrieved", "replayed", "hybrid")
 
 
-def _open(path: str):
-    """A rows file for reading, gzip-compressed (as committed) or not (as the tools write it)."""
-    return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
+def _rows(path: str) -> Iterator[dict[str, Any]]:
+    """Each row of a rows file, compressed (as committed) or not (as the tools write it)."""
+    return (json.loads(raw) for _, raw in iter_lines(path))
 
 
 def read_rows(path: str) -> list[dict[str, Any]]:
     """The non-summary rows of a scores or sim-eval file (`.gz` or not)."""
-    with _open(path) as f:
-        return [r for r in map(json.loads, f) if not r.get("_summary")]
+    return [r for r in _rows(path) if not r.get("_summary")]
 
 
 def read_summary(path: str) -> dict[str, Any] | None:
@@ -48,8 +47,7 @@ def read_summary(path: str) -> dict[str, Any] | None:
 
     if not os.path.exists(path):
         return None
-    with _open(path) as f:
-        return next((r for r in map(json.loads, f) if r.get("_summary")), None)
+    return next((r for r in _rows(path) if r.get("_summary")), None)
 
 
 def _ppl(rows: list[dict[str, Any]]) -> float | None:
