@@ -170,9 +170,9 @@ def training_repos(results: Path, trained: list[str]) -> dict[str, list[str]]:
     return {model: sorted(r) for model, r in repos.items()}
 
 
-def scored_ids(results: Path) -> list[str]:
+def scored_ids(sets: dict[str, dict[str, list]]) -> list[str]:
     """The held-out rows SmolLM2 scored without grounding: the rows the page's unseen counts are of."""
-    return [r["instance_id"] for r in report.read_rows(str(results / "score-heldout-none.jsonl.gz")) if "ppl" in r]
+    return [r["instance_id"] for r in sets["held-out (24)"]["none"] if "ppl" in r]
 
 
 def route_shares(files: dict[str, Path]) -> dict[str, dict]:
@@ -221,15 +221,14 @@ INTRO = [
 ]
 
 
-def what_the_gain_is(results: Path, edits: dict[str, dict]) -> list[str]:
+def what_the_gain_is(sets: dict[str, dict[str, list]], edits: dict[str, dict]) -> list[str]:
     """The intro's measured paragraph: how much of the block is the target, and where the two block
     modes can differ, in figures from the rows."""
-    sets = {name: _modes(results, pattern) for name, pattern, _ in ROW_SETS}
     inside = {name: in_block(m.get("retrieved", [])) for name, m in sets.items()}
     differ = {name: differ_outside(m, edits[name]["edited"]) for name, m in sets.items()}
     (hk, hn), (pk, pn) = inside["held-out (24)"], inside["probes"]
     (hd, hde), (pd, pde) = differ["held-out (24)"], differ["probes"]
-    he, pe = (len(edits[n]["edited"]) for n in ("held-out (24)", "probes"))
+    (he, hr), (pe, pr) = ((len(edits[n]["edited"]), edits[n]["rows"]) for n in ("held-out (24)", "probes"))
     return [
         "What the gain is: for a read command the retrieved block holds exactly what the command prints",
         "(`cat` the file; `sed -n`, `head` and `tail` the range; `grep` the lines): with the retrieved",
@@ -239,7 +238,7 @@ def what_the_gain_is(results: Path, edits: dict[str, dict]) -> list[str]:
         "(the hybrid idea done softly), which is not evidence that the model predicts. The recorder's",
         "sessions do change the repository (`sed -i`, heredocs): `retrieved` equals `replayed` only on a",
         "row with no edit before its target, where both blocks read the same state. Of the held-out rows",
-        f"{he} of 24 edit first, of the probes {pe} of 20; the two modes' scores differ on {hd} held-out rows",
+        f"{he} of {hr} edit first, of the probes {pe} of {pr}; the two modes' scores differ on {hd} held-out rows",
         f"({hde} of them edit first) and {pd} probes ({pde} of them edit first), and the section on edits",
         "compares them where they can differ.",
         "",
@@ -329,7 +328,7 @@ def _not_measured(tiers: list[str]) -> list[str]:
     ]
 
 
-def _edited(results: Path, found: dict[str, dict]) -> list[str]:
+def _edited(sets: dict[str, dict[str, list]], found: dict[str, dict]) -> list[str]:
     lines = [
         "## Replayed against retrieved where the session edits first",
         "",
@@ -340,9 +339,9 @@ def _edited(results: Path, found: dict[str, dict]) -> list[str]:
         "(rows every mode scored); hybrid serves read and edit targets exactly, so it is left out.",
         "",
     ]
-    for name, pattern, _ in ROW_SETS:
+    for name, rows_by_mode in sets.items():
         e = found[name]
-        result = report.modes_on(_modes(results, pattern), e["edited"])
+        result = report.modes_on(rows_by_mode, e["edited"])
         lines += [f"### {name}", "", report.edited_sentence(result, e["rows"]), ""]
         if result["scored"]:
             lines += [report.edited_table(result), ""]
@@ -393,14 +392,16 @@ def build(results: Path, files: dict[str, Path], repos: dict[str, list[str]]) ->
     in `results`, the rows' files and the training repos: no model runs."""
     edits = edited(files)
     shares = route_shares(files)
-    ids = scored_ids(results)
+    # Each row set's scores rows, read once: every table and count below is of these.
+    sets = {name: _modes(results, pattern) for name, pattern, _ in ROW_SETS}
+    ids = scored_ids(sets)
     seen = report.seen_rows(read_heldout(str(files["heldout.jsonl"])), {m: set(r) for m, r in repos.items()}, ids=ids)
-    ppl = {name: report.ppl_by_bucket(rows) for name, pattern, _ in ROW_SETS if (rows := _modes(results, pattern))}
+    ppl = {name: report.ppl_by_bucket(rows) for name, rows in sets.items() if rows}
     families = {name: report.ppl_by_family(_summaries(results, pattern)) for name, pattern, _ in ROW_SETS}
     classes = {
         name: t
-        for name, pattern, _ in ROW_SETS
-        if (t := report.ppl_by_class(_modes(results, pattern))) and any(c["headline"]["n"] for c in t.values())
+        for name, rows in sets.items()
+        if (t := report.ppl_by_class(rows)) and any(c["headline"]["n"] for c in t.values())
     }
     fidelity = report.fidelity_by_family(_modes(results, "sim-probes-{mode}.jsonl.gz"))
     tier1 = report.fidelity_by_family(_modes(results, "sim-heldout-{mode}.jsonl.gz"))
@@ -418,7 +419,7 @@ def build(results: Path, files: dict[str, Path], repos: dict[str, list[str]]) ->
     }
     lines = [
         *INTRO,
-        *what_the_gain_is(results, edits),
+        *what_the_gain_is(sets, edits),
         *HOSTILE,
         "## Env PPL by target length",
         "",
@@ -444,7 +445,7 @@ def build(results: Path, files: dict[str, Path], repos: dict[str, list[str]]) ->
     for name, table in families.items():
         if table:
             lines += [f"### {name}", "", report.family_table(table), ""]
-    lines += _edited(results, edits)
+    lines += _edited(sets, edits)
     lines += _unseen(seen, len(ids))
     tier1_lines, tier2_lines = _tier1(results), _tier2(fidelity)
     lines += tier1_lines + tier2_lines
