@@ -35,16 +35,19 @@ def jax_compilation_cache(tmp_path_factory):
     this process and in the environment, so that the training subprocesses a test launches share it.
     Per xdist worker, as JAX writes entries without a lock."""
     import os
-
-    import jax
+    import sys
 
     folder = str(tmp_path_factory.mktemp("jax-cache"))
     settings = {"jax_compilation_cache_dir": folder, "jax_persistent_cache_min_compile_time_secs": 0}
-    before = {name: getattr(jax.config, name) for name in settings}
     env_before = {name.upper(): os.environ.get(name.upper()) for name in settings}
     for name, value in settings.items():
+        os.environ[name.upper()] = str(value)  # JAX reads these when it is imported
+    # Only a JAX imported already (collection does not import it) needs its config set; a test
+    # process that never trains never pays for importing it here.
+    jax = sys.modules.get("jax")
+    before = {name: getattr(jax.config, name) for name in settings} if jax else {}
+    for name, value in settings.items() if jax else ():
         jax.config.update(name, value)
-        os.environ[name.upper()] = str(value)
     yield folder
     for name, value in before.items():
         jax.config.update(name, value)
