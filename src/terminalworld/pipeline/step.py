@@ -100,19 +100,37 @@ def _log_failure(out: str) -> None:
 
 @contextlib.contextmanager
 def local_copy(out: str):
-    """A local folder standing for the output folder `out` (gs:// in production): what a preempted
-    run left there is brought back first, so the step resumes it, and everything is put back at the
-    end, failure or not."""
+    """A local folder standing for the output folder `out`, so rows appended there survive a kill.
+
+    On a local filesystem it is `out` itself: every row is on disk as it is written, and a run
+    killed at any moment (SIGKILL included) leaves them where the rerun resumes them. Elsewhere
+    (gs:// in production) it is a temporary copy: what a preempted run left in `out` is brought back
+    first, and everything is put back at the end, failure or not, and at SIGTERM/SIGHUP (a preempted
+    VM's warning); only a SIGKILL loses what the copy held."""
     from fsspec.core import url_to_fs
 
+    from terminalworld.core import scratch
+
     fs, path = url_to_fs(out)
+    if _is_local(fs):
+        os.makedirs(path, exist_ok=True)
+        yield path
+        return
     with tempfile.TemporaryDirectory(prefix="tw-step-") as tmp:
         if fs.exists(path):
             fs.get(path.rstrip("/") + "/", tmp + "/", recursive=True)
+        put_back = lambda: fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)  # noqa: E731
+        token = scratch.at_termination(put_back)
         try:
             yield tmp
         finally:
-            fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)
+            scratch.done(token)
+            put_back()
+
+
+def _is_local(fs: Any) -> bool:
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
+    return bool({"file", "local"} & set(protocols))
 
 
 def describe_resources(handle: Any) -> str:
