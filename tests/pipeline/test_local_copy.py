@@ -36,33 +36,34 @@ CHILD = textwrap.dedent(
         with open(folder + "/rows.jsonl.partial", "a") as f:
             f.write('{"instance_id": "a"}\\n')
             f.flush()
-        print("written", flush=True)
+        print(folder, flush=True)
         time.sleep(120)
     """
 )
 
 
-def _run_until_written(out: str, dump: str, sig: int) -> None:
+def _run_until_written(out: str, dump: str, sig: int) -> str:
+    """The folder the child wrote in, once the signal `sig` has ended it."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, out, dump], stdout=subprocess.PIPE, text=True)
     try:
-        assert child.stdout.readline().strip() == "written"
+        folder = child.stdout.readline().strip()
         child.send_signal(sig)
         child.wait(timeout=60)
     finally:
         child.kill()
+    return folder
 
 
 def test_a_local_step_writes_in_its_output_folder_and_a_sigkill_loses_no_row(tmp_path):
     out = tmp_path / "probe-eval" / "probe_x" / "v1"
-    _run_until_written(str(out), "-", signal.SIGKILL)
+    assert _run_until_written(str(out), "-", signal.SIGKILL) == str(out)
     assert (out / "rows.jsonl.partial").read_text() == '{"instance_id": "a"}\n'
-    with local_copy(str(out)) as folder:
-        assert folder == str(out)  # the rerun resumes from the same file, nothing to bring back
 
 
 def test_a_remote_copy_is_put_back_at_sigterm(tmp_path):
     dump = tmp_path / "bucket.json"
-    _run_until_written("memory://bucket/scores/v1", str(dump), signal.SIGTERM)
+    folder = _run_until_written("memory://bucket/scores/v1", str(dump), signal.SIGTERM)
+    assert folder and not os.path.exists(folder)  # the copy goes with the process
     rows = json.loads(dump.read_text())
     assert rows == {"/bucket/scores/v1/rows.jsonl.partial": '{"instance_id": "a"}\n'}
 

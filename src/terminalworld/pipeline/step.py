@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import traceback
 from collections.abc import Callable, Sequence
@@ -120,7 +121,12 @@ def local_copy(out: str):
         if fs.exists(path):
             fs.get(path.rstrip("/") + "/", tmp + "/", recursive=True)
         put_back = lambda: fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)  # noqa: E731
-        token = scratch.at_termination(put_back)
+
+        def at_signal() -> None:  # the signal ends the process before the `with` cleans up
+            put_back()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+        token = scratch.at_termination(at_signal)
         try:
             yield tmp
         finally:
