@@ -578,6 +578,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         seeds=[f"s{k + 1}" for k in range(len(p.seeds))],
         scale_names=list(p.scale_names),
         control=CONTROL,
+        walltimes=True,  # each stage's wall time, for the README and the page: the run stops and resumes
     )
     eval_sets = evaluation.eval_sets(heldout=probe_rows, scores=scores, version=v)
     # About 22 commands a trajectory; a generated task costs about 30 sandbox runs to find and check.

@@ -16,6 +16,7 @@ from fray.types import ResourceConfig
 
 from terminalworld.pipeline.entry import main, overrides, parse_command_line, parse_recipe, plan
 from terminalworld.pipeline.step import FAILURE_LOG, Built, config_step, describe_resources
+from terminalworld.pipeline.walltime import run_walltimes
 from tests.conftest import load_experiment
 from tests.paths import REPO_ROOT
 
@@ -69,6 +70,12 @@ def test_a_step_runs_the_stages_function_on_its_config_built_from_its_deps(monke
     assert f'"source": "{tmp_path}/tw-test/first/2026.01.01/done.txt"' in plan([second])
     assert main([second], "test", ["--run"]) == 0
     assert (tmp_path / "tw-test/second/2026.01.01/done.txt").read_text() == "ok 1\nok 2\n"
+    # Each step timed its attempt, the local copy's in the output folder like the other's.
+    timed = run_walltimes(str(tmp_path), "2026.01.01")
+    assert [(r["step"], r["attempts"], r["finished"]) for r in timed] == [
+        ("tw-test/first", 1, True),
+        ("tw-test/second", 1, True),
+    ]
     # The identity reads the config with its deps as name@version, not where the prefix put them.
     assert second.fingerprint() == note_step("tw-test/second", value=2, after=first).fingerprint()
     assert second.fingerprint() != note_step("tw-test/second", value=3, after=first).fingerprint()
@@ -94,6 +101,7 @@ def test_a_failing_step_prints_one_line_and_keeps_its_traceback_in_the_log(monke
     assert "Traceback" not in err
     text = log.read_text()
     assert text.startswith("Traceback") and "in broken" in text and "ValueError: boom 7" in text
+    assert [(r["attempts"], r["finished"]) for r in run_walltimes(str(tmp_path), "2026.01.01")] == [(1, False)]
 
 
 def test_accelerator_steps_are_refused_off_the_cluster(tmp_path):

@@ -121,6 +121,14 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         True,
         True,
     ]
+    # Every step's attempt was timed: the wall time per stage, each step finished (the report's own
+    # step, running while it reads them, left out).
+    wall = doc["walltime"]
+    assert list(wall["stages"]) == ["record", "sft", "score", "agent", "sim"] and all(
+        s["finished"] and s["attempts"] == 1 and s["seconds"] > 0 for s in wall["steps"]
+    )
+    assert "terminalworld/reports/pilot" not in {s["step"] for s in wall["steps"]}
+    assert "## Wall time per stage" in Path(graph.report.path(), "report.md").read_text()
     # Every observation of each row at its depth (1-based), 3 context turns and the target, classed;
     # the curve pools the read and predict ones.
     comp = doc["depth_composition"]

@@ -283,6 +283,12 @@ def _remove_empty_folders(folder: str, top: str | None) -> None:
         folder = os.path.dirname(folder)
 
 
+def is_local(fs: Any) -> bool:
+    """Whether the fsspec filesystem `fs` is this machine's own (a rename there is atomic)."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return bool({"file", "local"} & set(protocols))
+
+
 @contextlib.contextmanager
 def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     """Open `path` for writing so that it appears only when complete.
@@ -292,8 +298,7 @@ def atomic_output(path: str, mode: str = "wb") -> Iterator[io.IOBase]:
     closes, which is already atomic.
     """
     fs, fspath = url_to_fs(path)
-    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-    if "file" not in protocols:
+    if not is_local(fs):
         with fs.open(fspath, mode) as f:
             yield f
         return

@@ -72,13 +72,16 @@ class _Run:
     def __call__(self, config: Any) -> None:
         from marin.execution.lazy import marin_prefix, prefix_join
 
+        from terminalworld.pipeline.walltime import attempt
+
         out = prefix_join(marin_prefix(), f"{self.name}/{self.version}")
         try:
-            if self.local is None:
-                self.fn(config)
-                return
-            with local_copy(out) as folder:
-                self.fn(replace(config, **{self.local: _moved(getattr(config, self.local), out, folder)}))
+            with attempt(out):  # the step's wall time over all its attempts (`pipeline.walltime`)
+                if self.local is None:
+                    self.fn(config)
+                    return
+                with local_copy(out) as folder:
+                    self.fn(replace(config, **{self.local: _moved(getattr(config, self.local), out, folder)}))
         except BaseException:
             _log_failure(out)
             raise
@@ -111,9 +114,10 @@ def local_copy(out: str):
     from fsspec.core import url_to_fs
 
     from terminalworld.core import scratch
+    from terminalworld.core.records import is_local
 
     fs, path = url_to_fs(out)
-    if _is_local(fs):
+    if is_local(fs):
         os.makedirs(path, exist_ok=True)
         yield path
         return
@@ -132,11 +136,6 @@ def local_copy(out: str):
         finally:
             scratch.done(token)
             put_back()
-
-
-def _is_local(fs: Any) -> bool:
-    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else fs.protocol
-    return bool({"file", "local"} & set(protocols))
 
 
 def describe_resources(handle: Any) -> str:

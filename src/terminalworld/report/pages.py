@@ -145,7 +145,7 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     agent grade's steps of a fix (from `pilot.json`), the depth curve, the departures from the
     write-up, then the probe page's tables, agent and simulator grades and plots."""
     from terminalworld.report.depth import depth_blocks
-    from terminalworld.report.pilot import seeds_blocks
+    from terminalworld.report.pilot import seeds_blocks, walltime_blocks
     from terminalworld.report.scale import scale_blocks
 
     doc = read_json_at(report.path, "pilot.json")
@@ -156,6 +156,8 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     page.put(*scale_blocks(doc["scale_axis"], doc["findings"], doc["process"]))
     if curve := doc.get("depth_curve"):
         page.put(*depth_blocks(curve, doc.get("depth_scope"), doc.get("depth_composition")))
+    if walltime := doc.get("walltime"):
+        page.put(*walltime_blocks(walltime))
     page.put(Heading("Departures from the write-up"), "\n".join(f"- {d}" for d in doc["departures"]))
     page.put(Heading("The probe, agent and simulator tables"))
     probe_page(report, page, assets)

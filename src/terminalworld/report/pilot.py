@@ -13,6 +13,9 @@ from typing import Any
 
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
+from terminalworld.pipeline.artifacts import PILOT_REPORT
+from terminalworld.pipeline.cost import hours
+from terminalworld.pipeline.walltime import run_of, run_walltimes, stage_walltimes
 from terminalworld.report.depth import depth_blocks, depth_composition, depth_curve, depth_scope
 from terminalworld.report.ladder import ladder_blocks, ladder_table
 from terminalworld.report.probe import write_comparison
@@ -49,6 +52,8 @@ class PilotReportConfig:
     scale_names: list[str] = field(default_factory=list)
     control: str | None = None
     grades_level: str = "function"
+    # The run's wall time per step and stage, read from its steps' timed attempts (`pipeline.walltime`).
+    walltimes: bool = False
 
 
 def write_pilot_report(cfg: PilotReportConfig) -> str:
@@ -81,6 +86,12 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
         blocks += depth_blocks(depth, depth_scope(results, common), depth_composition(results, common))
     if training:
         blocks += training_blocks(training, scales)
+    walltime = None
+    if cfg.walltimes:
+        prefix, version = run_of(out, PILOT_REPORT)
+        steps = [s for s in run_walltimes(prefix, version) if s["step"] != PILOT_REPORT]  # this one runs now
+        walltime = {"steps": steps, "stages": stage_walltimes(steps)}
+        blocks += walltime_blocks(walltime)
     blocks += [Heading("Departures from the write-up"), "\n".join(f"- {d}" for d in departures)]
     text = to_markdown(blocks, level=2)
     with atomic_output(os.path.join(out, "report.md")) as f:
@@ -102,6 +113,8 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
         doc["ladder"] = on_ladder
     if over_seeds:
         doc["seeds"] = over_seeds
+    if walltime:
+        doc["walltime"] = walltime
     write_json(os.path.join(out, PILOT_FILE), doc)
     return text
 
@@ -222,3 +235,21 @@ def training_blocks(training: dict[str, dict[str, Any]], scales: list[str]) -> l
     ]
     columns = ["arm", "window", "trajectories", "split at the window (pieces)", "truncated tokens"]
     return [*blocks, Table([*columns, "untrained pieces left out", "failed"], rows, "lrrrrrl")]
+
+
+def walltime_blocks(doc: dict[str, Any]) -> list[Any]:
+    """The run's wall time per stage (and the steps not finished when it was read), as report blocks."""
+    steps = doc["steps"]
+    rows = []
+    for stage, seconds in doc["stages"].items():
+        mine = [s for s in steps if s["stage"] == stage]
+        rows.append([stage, len(mine), sum(s["attempts"] for s in mine), hours(seconds)])
+    rows.append(["total", len(steps), sum(s["attempts"] for s in steps), hours(sum(doc["stages"].values()))])
+    open_steps = [s["step"] for s in steps if not s["finished"]]
+    note = (
+        "Wall time from each step's own timed attempts (`pipeline.walltime`), summed over the attempts "
+        "a stopped run resumed, on the machine that ran it; the stops between attempts are not counted."
+    )
+    if open_steps:
+        note += " Not finished when the report was written: " + ", ".join(f"`{s}`" for s in open_steps) + "."
+    return [Heading("Wall time per stage"), note, Table(["stage", "steps", "attempts", "wall time"], rows, "lrrr")]

@@ -74,7 +74,8 @@ def _row_files(folder: str) -> list[tuple[str, int]]:
     out = []
     for full, info in sorted(fs.find(p, detail=True).items()):
         rel = posixpath.relpath(full, p)
-        if rel != RECORD and rel.endswith(ROW_SUFFIXES) and info.get("type") == "file":
+        hidden = any(part.startswith(".") for part in rel.split("/"))  # records, runner state, timings
+        if not hidden and rel.endswith(ROW_SUFFIXES) and info.get("type") == "file":
             out.append((rel, int(info.get("size") or 0)))
     return out
 

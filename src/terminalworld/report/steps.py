@@ -86,6 +86,7 @@ def pilot_report(
     seeds: list[str] | None = None,
     scale_names: list[str] | None = None,
     control: str | None = None,
+    walltimes: bool = False,
     version: str,
 ) -> Report:
     """The pilot's report: every scored model against `base`, the scale axis of `arms` × `scales`
@@ -93,7 +94,8 @@ def pilot_report(
     other levels of the task ladder, `ladder`), the simulator grades, and the departures from the
     write-up in plain words; with `training` (arm → tokenized artifact) and `scale_sequences`
     (scale → packed sequences trained), what each scale trained on; with `seeds` (checkpoints
-    `{arm}-{scale}-{seed}` for `scale_names`) and the base `control`, the report over seeds."""
+    `{arm}-{scale}-{seed}` for `scale_names`) and the base `control`, the report over seeds; with
+    `walltimes`, the run's wall time per stage from its steps' timed attempts."""
     ladder, training = ladder or {}, training or {}
     config = lambda ctx: PilotReportConfig(  # noqa: E731
         scores={s.model_name: s.at(ctx, s.file) for s in scores},
@@ -110,6 +112,7 @@ def pilot_report(
         seeds=list(seeds or []),
         scale_names=list(scale_names or []),
         control=control,
+        walltimes=walltimes,
     )
     deps = [*scores, *grades, *sims, *(g for gs in ladder.values() for g in gs), *training.values()]
     return Report(config_step(artifacts.PILOT_REPORT, write_pilot_report, config, version=version, deps=deps))

@@ -1,0 +1,135 @@
+"""Every attempt at a step, timed in its output folder, so a run stopped and resumed many times still
+has a true wall time per step and per stage (the pilot's page and the README quote them).
+
+`attempt(out)` keeps `{out}/.wall/<start>-<pid>.json` (when it started, its seconds so far, and
+`running`, `done` or `failed`), rewritten when it starts, every `BEAT` seconds and when it ends: an
+attempt killed without warning keeps its last beat, so at most `BEAT` seconds of it go uncounted.
+`run_walltimes` gathers one run's attempts (a prefix and a version) into a row per step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import posixpath
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from terminalworld.errors import InputError
+
+WALL_DIR = ".wall"
+BEAT = 60.0
+STATES = ("running", "done", "failed")
+
+# A step's stage, by the first part of its name (the plan's stage words); the rest make the data.
+STAGE_OF = {"checkpoints": "sft", "probe-eval": "score", "agent-eval": "agent", "sim-eval": "sim"}
+REPORT_STEPS = ("terminalworld/reports/", "terminalworld/hf-eval-sets")
+STAGES = ("record", "sft", "score", "agent", "sim", "report")
+
+
+def stage_of(step: str) -> str:
+    """The stage a step's name belongs to: sft, score, agent, sim, report, or record (the data)."""
+    if step.startswith(REPORT_STEPS):
+        return "report"
+    return STAGE_OF.get(step.split("/", 1)[0], "record")
+
+
+@contextlib.contextmanager
+def attempt(out: str, beat: float = BEAT) -> Iterator[None]:
+    """Time one attempt at the step whose output folder is `out` (see the module's docstring)."""
+    from terminalworld.core.records import write_json
+
+    started = datetime.now(UTC)
+    t0 = time.monotonic()
+    path = posixpath.join(out.rstrip("/"), WALL_DIR, f"{started:%Y%m%dT%H%M%S%f}-{os.getpid()}.json")
+
+    def write(state: str) -> None:
+        write_json(
+            path,
+            {
+                "started": started.isoformat(timespec="seconds"),
+                "seconds": round(time.monotonic() - t0, 1),
+                "state": state,
+            },
+        )
+
+    stop = threading.Event()
+
+    def beats() -> None:
+        while not stop.wait(beat):
+            with contextlib.suppress(OSError):  # a missed beat costs at most one beat of the count
+                write("running")
+
+    write("running")
+    thread = threading.Thread(target=beats, name="walltime", daemon=True)
+    thread.start()
+    state = "failed"
+    try:
+        yield
+        state = "done"
+    finally:
+        stop.set()
+        thread.join()
+        write(state)
+
+
+def read_attempt(path: str, text: str) -> dict[str, Any]:
+    """One attempt's record, checked: a file that is not one is an error naming it."""
+    try:
+        record = json.loads(text)
+        ok = (
+            isinstance(record, dict)
+            and isinstance(record.get("started"), str)
+            and isinstance(record.get("seconds"), int | float)
+            and record["seconds"] >= 0
+            and record.get("state") in STATES
+        )
+    except json.JSONDecodeError:
+        ok = False
+    if not ok:
+        raise InputError(f"{path}: not a step attempt's record (started, seconds >= 0, state in {STATES})")
+    return record
+
+
+def run_walltimes(prefix: str, version: str) -> list[dict[str, Any]]:
+    """One row per step of the run `version` under `prefix` that has timed attempts: its name,
+    stage, number of attempts, seconds summed over them, and whether its last attempt finished."""
+    from fsspec.core import url_to_fs
+
+    fs, root = url_to_fs(prefix)
+    root = root.rstrip("/")
+    attempts: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(fs.glob(f"{root}/**/{version}/{WALL_DIR}/*.json")):
+        step = posixpath.relpath(path, root).rsplit(f"/{version}/{WALL_DIR}/", 1)[0]
+        attempts.setdefault(step, []).append(read_attempt(path, fs.cat_file(path).decode()))
+    rows = []
+    for step, records in sorted(attempts.items()):
+        records.sort(key=lambda r: r["started"])
+        rows.append(
+            {
+                "step": step,
+                "stage": stage_of(step),
+                "attempts": len(records),
+                "seconds": round(sum(r["seconds"] for r in records), 1),
+                "finished": records[-1]["state"] == "done",
+            }
+        )
+    return rows
+
+
+def stage_walltimes(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds per stage over `run_walltimes` rows, the stages in the pipeline's order (`STAGES`)."""
+    out = {stage: round(sum(r["seconds"] for r in rows if r["stage"] == stage), 1) for stage in STAGES}
+    return {stage: seconds for stage, seconds in out.items() if any(r["stage"] == stage for r in rows)}
+
+
+def run_of(out: str, step: str) -> tuple[str, str]:
+    """(prefix, version) of the output folder `out` of the step named `step` (`{prefix}/{step}/{version}`)."""
+    parent, _, version = out.rstrip("/").rpartition("/")
+    if not parent.endswith("/" + step):
+        raise ValueError(f"{out} is not an output folder of {step}")
+    return parent[: -len(step) - 1], version

@@ -1,0 +1,154 @@
+"""A step's wall time is the sum of its attempts, a killed one counted to its last beat."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from terminalworld.errors import InputError
+from terminalworld.pipeline.walltime import WALL_DIR, attempt, run_walltimes, stage_of, stage_walltimes
+
+
+def _records(out) -> list[dict]:
+    folder = out / WALL_DIR
+    return [json.loads((folder / name).read_text()) for name in sorted(os.listdir(folder))]
+
+
+def test_an_attempt_is_written_at_start_at_each_beat_and_at_its_end(tmp_path):
+    out = tmp_path / "probe-eval" / "probe_x" / "v1"
+    with attempt(str(out), beat=0.05):
+        (start,) = _records(out)
+        assert start["state"] == "running" and start["seconds"] < 0.05
+        time.sleep(0.4)
+        (beat,) = _records(out)
+        assert beat["state"] == "running" and beat["seconds"] >= 0.1  # the beats moved it on
+    (end,) = _records(out)
+    assert end["state"] == "done" and end["seconds"] >= 0.4 and end["started"] == start["started"]
+    with pytest.raises(RuntimeError), attempt(str(out), beat=60):  # a file of its own
+        raise RuntimeError("the step failed")
+    assert [r["state"] for r in _records(out)] == ["done", "failed"]
+
+
+def test_an_attempt_killed_without_warning_keeps_its_last_beat(tmp_path):
+    out = tmp_path / "checkpoints" / "full-x1" / "v1"
+    child = textwrap.dedent(
+        """
+        import sys, time
+        from terminalworld.pipeline.walltime import attempt
+        with attempt(sys.argv[1], beat=0.1):
+            print("in", flush=True)
+            time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", child, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "in"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    (record,) = _records(out)
+    assert record["state"] == "running" and 0.7 <= record["seconds"] <= 1.5
+
+
+def _write(prefix, step, version, name, record):
+    folder = prefix / step / version / WALL_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(record))
+
+
+def test_a_runs_walltimes_sum_each_steps_attempts_by_stage(tmp_path):
+    v = "2026.12.06.2"
+    _write(
+        tmp_path,
+        "checkpoints/terminalworld/full-x1-s1",
+        v,
+        "a.json",
+        {"started": "2026-12-06T04:01:21+00:00", "seconds": 600.0, "state": "running"},
+    )
+    _write(
+        tmp_path,
+        "checkpoints/terminalworld/full-x1-s1",
+        v,
+        "b.json",
+        {"started": "2026-12-06T05:10:19+00:00", "seconds": 1584.8, "state": "done"},
+    )
+    _write(
+        tmp_path,
+        "probe-eval/probe_base",
+        v,
+        "a.json",
+        {"started": "2026-12-06T05:36:44+00:00", "seconds": 2742.3, "state": "done"},
+    )
+    _write(
+        tmp_path,
+        "terminalworld/corpus/recorded",
+        v,
+        "a.json",
+        {"started": "2026-12-06T03:39:50+00:00", "seconds": 1146.4, "state": "done"},
+    )
+    _write(
+        tmp_path,
+        "agent-eval/heldout-tasks/base",
+        v,
+        "a.json",
+        {"started": "2026-12-06T09:00:00+00:00", "seconds": 60.0, "state": "running"},
+    )
+    _write(
+        tmp_path,
+        "probe-eval/probe_base",
+        "2026.12.04.1",
+        "a.json",
+        {"started": "2026-12-04T00:00:00+00:00", "seconds": 9e9, "state": "done"},
+    )
+    rows = run_walltimes(str(tmp_path), v)
+    assert rows == [
+        {"step": "agent-eval/heldout-tasks/base", "stage": "agent", "attempts": 1, "seconds": 60.0, "finished": False},
+        {
+            "step": "checkpoints/terminalworld/full-x1-s1",
+            "stage": "sft",
+            "attempts": 2,
+            "seconds": 2184.8,
+            "finished": True,
+        },
+        {"step": "probe-eval/probe_base", "stage": "score", "attempts": 1, "seconds": 2742.3, "finished": True},
+        {
+            "step": "terminalworld/corpus/recorded",
+            "stage": "record",
+            "attempts": 1,
+            "seconds": 1146.4,
+            "finished": True,
+        },
+    ]
+    stages = stage_walltimes(rows)
+    assert list(stages.items()) == [("record", 1146.4), ("sft", 2184.8), ("score", 2742.3), ("agent", 60.0)]
+
+
+def test_a_record_that_is_not_an_attempt_is_refused_by_name(tmp_path):
+    _write(tmp_path, "sim-eval/tier1/base", "v1", "a.json", {"started": "x", "seconds": -1, "state": "done"})
+    with pytest.raises(InputError, match=r"sim-eval/tier1/base/v1/\.wall/a\.json: not a step attempt"):
+        run_walltimes(str(tmp_path), "v1")
+
+
+@pytest.mark.parametrize(
+    ("step", "stage"),
+    [
+        ("terminalworld/tasks/train-ladder", "record"),
+        ("terminalworld/tokenized/full-pilot", "record"),
+        ("heldout/probe_heldout_80", "record"),
+        ("checkpoints/terminalworld/base-control", "sft"),
+        ("sim-eval/tier3/full-x9-s1-as-agent", "sim"),
+        ("terminalworld/reports/pilot", "report"),
+        ("terminalworld/hf-eval-sets", "report"),
+    ],
+)
+def test_stage_of(step, stage):
+    assert stage_of(step) == stage
