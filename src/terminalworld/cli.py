@@ -50,6 +50,7 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
     from terminalworld.env.exec_cli import ExecConfig, exec_main
     from terminalworld.eval.scoring import ScoreConfig, score
+    from terminalworld.pipeline.walltime import WalltimeConfig, print_walltimes
     from terminalworld.report.probe import CompareConfig, compare_main
     from terminalworld.report.site import DocsBuildConfig, build_docs
     from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
@@ -82,6 +83,12 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
             agent_eval,
         ),
         (("docs", "build"), "the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
+        (
+            ("walltime",),
+            "a run's wall time per step and stage, from its steps' timed attempts",
+            WalltimeConfig,
+            print_walltimes,
+        ),
     ]
 
 

@@ -152,3 +152,30 @@ def test_a_record_that_is_not_an_attempt_is_refused_by_name(tmp_path):
 )
 def test_stage_of(step, stage):
     assert stage_of(step) == stage
+
+
+def test_the_walltime_command_prints_each_step_and_each_stage(tmp_path, capsys):
+    from terminalworld.cli import main
+
+    _write(
+        tmp_path,
+        "checkpoints/terminalworld/full-x1-s1",
+        "v1",
+        "a.json",
+        {"started": "t0", "seconds": 600.0, "state": "running"},
+    )
+    _write(
+        tmp_path,
+        "checkpoints/terminalworld/full-x1-s1",
+        "v1",
+        "b.json",
+        {"started": "t1", "seconds": 3300.0, "state": "done"},
+    )
+    _write(tmp_path, "probe-eval/probe_base", "v1", "a.json", {"started": "t0", "seconds": 45.0, "state": "running"})
+    assert main(["walltime", "--prefix", str(tmp_path), "--version", "v1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["checkpoints/terminalworld/full-x1-s1", "sft", "2", "attempts", "1h", "05m", "done"]
+    assert out[1].split() == ["probe-eval/probe_base", "score", "1", "attempts", "45s", "not", "finished"]
+    assert out[-1] == "sft 1h 05m  score 45s  total 1h 06m"
+    assert main(["walltime", "--prefix", str(tmp_path), "--version", "v2"]) == 2
+    assert "no timed step of version v2" in capsys.readouterr().err

@@ -4,7 +4,8 @@ has a true wall time per step and per stage (the pilot's page and the README quo
 `attempt(out)` keeps `{out}/.wall/<start>-<pid>.json` (when it started, its seconds so far, and
 `running`, `done` or `failed`), rewritten when it starts, every `BEAT` seconds and when it ends: an
 attempt killed without warning keeps its last beat, so at most `BEAT` seconds of it go uncounted.
-`run_walltimes` gathers one run's attempts (a prefix and a version) into a row per step.
+`run_walltimes` gathers one run's attempts (a prefix and a version) into a row per step;
+`terminalworld walltime --prefix P --version V` prints them while the run goes on.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import posixpath
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from terminalworld.errors import InputError
+from terminalworld.options import option
 
 WALL_DIR = ".wall"
 BEAT = 60.0
@@ -133,3 +136,31 @@ def run_of(out: str, step: str) -> tuple[str, str]:
     if not parent.endswith("/" + step):
         raise ValueError(f"{out} is not an output folder of {step}")
     return parent[: -len(step) - 1], version
+
+
+@dataclass(frozen=True)
+class WalltimeConfig:
+    """A run's wall time so far: each step's attempts and seconds, and the sum per stage."""
+
+    prefix: str = option(path="input", help="the run's MARIN_PREFIX (a folder or gs:// URL)")
+    version: str = option(help="the run's version, e.g. 2026.12.06.2")
+
+
+def print_walltimes(cfg: WalltimeConfig) -> int:
+    """Print one line per timed step of the run, then each stage's total; 2 when nothing was timed."""
+    from terminalworld.pipeline.cost import hours
+
+    rows = run_walltimes(cfg.prefix, cfg.version)
+    if not rows:
+        raise InputError(f"{cfg.prefix}: no timed step of version {cfg.version} (no {WALL_DIR}/ records)")
+    width = max(len(r["step"]) for r in rows) + 2
+    for r in rows:
+        state = "done" if r["finished"] else "not finished"
+        print(f"{r['step']:<{width}}{r['stage']:<8}{r['attempts']:>3} attempts {hours(r['seconds']):>9}  {state}")
+    stages = stage_walltimes(rows)
+    print(
+        "\n"
+        + "  ".join(f"{stage} {hours(s)}" for stage, s in stages.items())
+        + f"  total {hours(sum(stages.values()))}"
+    )
+    return 0
