@@ -124,7 +124,7 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     # Every step's attempt was timed: the wall time per stage, each step finished (the report's own
     # step, running while it reads them, left out).
     wall = doc["walltime"]
-    assert list(wall["stages"]) == ["record", "sft", "score", "agent", "sim"] and all(
+    assert [s["stage"] for s in wall["stages"]] == ["record", "sft", "score", "agent", "sim"] and all(
         s["finished"] and s["attempts"] == 1 and s["seconds"] > 0 for s in wall["steps"]
     )
     assert "terminalworld/reports/pilot" not in {s["step"] for s in wall["steps"]}

@@ -129,7 +129,12 @@ def test_a_runs_walltimes_sum_each_steps_attempts_by_stage(tmp_path):
         },
     ]
     stages = stage_walltimes(rows)
-    assert list(stages.items()) == [("record", 1146.4), ("sft", 2184.8), ("score", 2742.3), ("agent", 60.0)]
+    assert [(s["stage"], s["seconds"]) for s in stages] == [
+        ("record", 1146.4),
+        ("sft", 2184.8),
+        ("score", 2742.3),
+        ("agent", 60.0),
+    ]
 
 
 def test_a_record_that_is_not_an_attempt_is_refused_by_name(tmp_path):

@@ -124,10 +124,14 @@ def run_walltimes(prefix: str, version: str) -> list[dict[str, Any]]:
     return rows
 
 
-def stage_walltimes(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Seconds per stage over `run_walltimes` rows, the stages in the pipeline's order (`STAGES`)."""
-    out = {stage: round(sum(r["seconds"] for r in rows if r["stage"] == stage), 1) for stage in STAGES}
-    return {stage: seconds for stage, seconds in out.items() if any(r["stage"] == stage for r in rows)}
+def stage_walltimes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Seconds per stage over `run_walltimes` rows, as rows in the pipeline's order (`STAGES`; a
+    list, so the order survives JSON written with sorted keys)."""
+    return [
+        {"stage": stage, "seconds": round(sum(r["seconds"] for r in rows if r["stage"] == stage), 1)}
+        for stage in STAGES
+        if any(r["stage"] == stage for r in rows)
+    ]
 
 
 def run_of(out: str, step: str) -> tuple[str, str]:
@@ -158,9 +162,6 @@ def print_walltimes(cfg: WalltimeConfig) -> int:
         state = "done" if r["finished"] else "not finished"
         print(f"{r['step']:<{width}}{r['stage']:<8}{r['attempts']:>3} attempts {hours(r['seconds']):>9}  {state}")
     stages = stage_walltimes(rows)
-    print(
-        "\n"
-        + "  ".join(f"{stage} {hours(s)}" for stage, s in stages.items())
-        + f"  total {hours(sum(stages.values()))}"
-    )
+    total = sum(s["seconds"] for s in stages)
+    print("\n" + "  ".join(f"{s['stage']} {hours(s['seconds'])}" for s in stages) + f"  total {hours(total)}")
     return 0

@@ -241,10 +241,11 @@ def walltime_blocks(doc: dict[str, Any]) -> list[Any]:
     """The run's wall time per stage (and the steps not finished when it was read), as report blocks."""
     steps = doc["steps"]
     rows = []
-    for stage, seconds in doc["stages"].items():
-        mine = [s for s in steps if s["stage"] == stage]
-        rows.append([stage, len(mine), sum(s["attempts"] for s in mine), hours(seconds)])
-    rows.append(["total", len(steps), sum(s["attempts"] for s in steps), hours(sum(doc["stages"].values()))])
+    for stage in doc["stages"]:
+        mine = [s for s in steps if s["stage"] == stage["stage"]]
+        rows.append([stage["stage"], len(mine), sum(s["attempts"] for s in mine), hours(stage["seconds"])])
+    total = sum(s["seconds"] for s in doc["stages"])
+    rows.append(["total", len(steps), sum(s["attempts"] for s in steps), hours(total)])
     open_steps = [s["step"] for s in steps if not s["finished"]]
     note = (
         "Wall time from each step's own timed attempts (`pipeline.walltime`), summed over the attempts "
