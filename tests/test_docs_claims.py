@@ -519,15 +519,13 @@ def pilot_projection() -> bool:
     """The pilot's plan projects 30h 40m in float32 on the quiet figures (13h 32m of it the agent
     grade, its 4 concurrent attempts charged at the batched ratio measured in
     benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 28h 40m
-    with bf16's measured ratios, beside the committed run's stages, whose agent grade is not cut by
-    bf16; two seeds, the base control, two ladder levels of 24 tasks with 9 models each."""
+    with bf16's measured ratios, which neither halve it nor cut its agent grade; two seeds, the base control, two ladder levels of 24 tasks with 9 models each."""
     from terminalworld.pipeline.cost import hours, stage_seconds
 
     pilot = _pilot()
     recipe = pilot.Pilot()
     costs = pilot.build(recipe).costs
     f32, bf16 = stage_seconds(costs, pilot.CPU_QUIET), stage_seconds(costs, pilot.CPU_BF16)
-    before = pilot.COMMITTED_RUN
     figures = (hours(sum(f32.values())), hours(f32["agent"]), hours(f32["score"]), hours(sum(bf16.values())))
     return (
         figures == ("30h 40m", "13h 32m", "8h 07m", "28h 40m")
@@ -539,8 +537,7 @@ def pilot_projection() -> bool:
         and all(sum(n.endswith(f"({lv})") for n in costs) == 9 for lv in recipe.agent_levels)
         and sum(f32.values()) > pilot.BUDGET_H * 3600 == 12 * 3600
         and recipe.loop_tasks == 12
-        and before == {"record": 22 * 60, "sft": 1.9 * 3600, "score": 2.7 * 3600, "agent": 2.0 * 3600, "sim": 18 * 60}
-        and sum(bf16.values()) > (8 * 3600 + 16 * 60) / 2
+        and sum(bf16.values()) > sum(f32.values()) / 2
         and bf16["agent"] >= f32["agent"]
     )
 
@@ -728,15 +725,9 @@ SIM_GRADE = (
 CLAIMS: list[Claim] = [
     Claim(
         "design.md",
-        "The pilot's CPU preset therefore keeps float32 for SFT, scoring and generation (and the committed run's "
-        "steps); its GPU preset trains in Marin's policy.",
+        "The pilot's CPU preset therefore keeps float32 for SFT, scoring and generation; its GPU preset trains in "
+        "Marin's policy.",
         (pilot_precision_measured,),
-    ),
-    Claim(
-        "design.md",
-        "The pilot's plan prints the stage estimates beside the committed float32 run (SFT 1.9 h, scoring 2.7 h, "
-        "agent grade 2.0 h, simulator 18 min, recording 22 min; 8 h 16 min of wall time with its stops).",
-        (pilot_projection,),
     ),
     Claim(
         "design.md",
