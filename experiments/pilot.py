@@ -75,8 +75,7 @@ ARMS = ("assistant", "full", "user")
 # - quiet: the project's committed benchmarks on an otherwise idle machine: generation 6.0 tokens/s
 #   end to end at 2.2K-token prompts (benchmarks/results/sim.json: about 2 ms per prompt token and
 #   12 tokens/s after it), scoring 5 ms per row token; Levanter SFT 60 tokens/s is a planning figure,
-#   not a committed measurement (the pilot's own first steps on 2026-12-05 ran 4,096-token sequences
-#   at 34-42 tokens/s while tests shared the machine, 1-minute load 4-9).
+#   not a committed measurement.
 # - shared: benchmarks/pilot_throughput.py on 2026-12-04 while other jobs ran (1-minute load 8-22 on
 #   2 cores): scoring 17.6 s per 2,048-token row, 32.6 s per 4,096, 57.5 s per 8,192; Levanter SFT
 #   8.6 tokens/s on 2,048-token sequences at load 22 (a 3-step run at 4,096 did not finish in 15
@@ -146,9 +145,6 @@ CPU_BF16 = CPU_QUIET.scaled(
     **BF16_RATIOS,
 )
 MACHINES = [CPU_QUIET, CPU_SHARED, CPU_BF16, GPU]
-# The committed CPU run in float32 (docs/snapshots/pilot): 8 h 16 min from its first step to the
-# report, stopped twice and resumed; each stage's final run, in seconds.
-COMMITTED_RUN = {"record": 22 * 60, "sft": 1.9 * 3600, "score": 2.7 * 3600, "agent": 2.0 * 3600, "sim": 18 * 60}
 
 
 @dataclass(frozen=True)
@@ -159,8 +155,8 @@ class Pilot:
     GPU preset included, gets its own version (see `terminalworld.pipeline.entry`)."""
 
     # .1: distinct from the demo's versions, as both write the same step names; 2026.12.05.1: the
-    # 8,192-token window, split trajectories and the trained-window probe (the committed run is
-    # 2026.12.04.1); 2026.12.06.1: the revised recipe (two seeds, the base control, the ladder's two
+    # 8,192-token window, split trajectories and the trained-window probe (the first pilot, superseded,
+    # ran 2026.12.04.1); 2026.12.06.1: the revised recipe (two seeds, the base control, the ladder's two
     # levels, sized to the floors; see "The recipe, revised" in the module's docstring); .2: 80
     # held-out rows (see heldout_n), before any checkpoint was scored
     version: str = "2026.12.06.2"
@@ -191,9 +187,9 @@ class Pilot:
     max_grad_norm: float = 30.0
     # The probe: rows from repos unseen in training, 14 context turns as the write-up, every depth;
     # 80 rows so that at least 40 read + predict targets remain after copies, empty targets and rows
-    # past the window (the first pilot kept 25 read + predict of 41 scored rows, 6 of them sentinels,
-    # now never drawn; this corpus's draw of 64 gave 39 read, 1 predict, 13 copy and 11 empty targets
-    # before the window: exactly the floor, with nothing left for rows past it).
+    # past the window (the first pilot's scored rows held too few read + predict targets, some of them
+    # sentinels, now never drawn; this corpus's draw of 64 gave 39 read, 1 predict, 13 copy and 11
+    # empty targets before the window: exactly the floor, with nothing left for rows past it).
     heldout_n: int = 80
     context_turns: int = 14
     expected_row_tokens: int = 3500  # for the estimate only, until the held-out set exists
@@ -233,8 +229,7 @@ class Pilot:
     # Precision, chosen by measurement (`BF16_RATIOS`): on 2 cores without AMX, bf16 compute gave
     # SFT 1.10x, within the shared machine's noise; bf16 weights scored 1.24x faster but moved a
     # row's mean NLL by 0.0092 nats, outside `core.precision.BOUND`, and generated new tokens 0.83x
-    # as fast. So the CPU preset keeps float32 (and the committed run's steps); the GPU preset
-    # trains in Marin's policy.
+    # as fast. So the CPU preset keeps float32; the GPU preset trains in Marin's policy.
     sft_mp: str = FLOAT32
     precision: Literal["float32", "bfloat16"] = "float32"  # scoring and generation (core.precision)
     workers: int = 2
@@ -513,7 +508,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
     )
     sims = []
     decode = DecodingOn(max_new_tokens=p.sim.max_new_tokens, device=p.device)
-    if p.precision != "float32":  # a stated precision enters the grades' inputs; float32 keeps the committed run's
+    if p.precision != "float32":  # a stated precision enters the grades' inputs; float32 keeps them as they were
         decode = DecodingIn(max_new_tokens=p.sim.max_new_tokens, device=p.device, dtype=p.precision)
     new, loop_turns = p.sim.max_new_tokens, 8
     largest = [(f"{arm}-{seeded(p.scale_names[-1], k)}", k) for k in range(len(p.seeds)) for arm in ("full", "user")]
@@ -619,12 +614,9 @@ if __name__ == "__main__":
         graph = build(p)
         if "--run" not in sys.argv[1:]:
             print(cost_table(graph.costs, MACHINES) + "\n")
-            print(projection_table(graph.costs, [CPU_QUIET, CPU_BF16], COMMITTED_RUN, "committed f32 run"))
+            print(projection_table(graph.costs, [CPU_QUIET, CPU_BF16]))
             column = CPU_BF16 if p.precision == "bfloat16" else CPU_QUIET
-            print(
-                "the committed run's wall time, stops included: 8h 16m; this recipe computes in "
-                f"{p.precision} (SFT: {p.sft_mp}), the '{column.name}' column"
-            )
+            print(f"this recipe computes in {p.precision} (SFT: {p.sft_mp}), the '{column.name}' column")
             print(budget_note(graph.costs, column) + "\n")
         return [graph.report, graph.eval_sets]
 

@@ -2,9 +2,9 @@
 
 Every sentence of `docs/*.md` that says what the demo, the miniature or the pilot does (`CLAIM`
 finds them) is registered here, page by page and word for word, with the checks that make it true:
-against the committed snapshots of the demo's and the pilot's reports (`docs/snapshots/local-demo`,
-`docs/snapshots/pilot`), or, for what a
-graph or an option is, against the experiment files and the code. Some claims that `CLAIM` cannot
+against the committed snapshots' reports and rows (`docs/snapshots/*/`, the demo's in
+`docs/snapshots/local-demo`), or, for what a graph or an option is, against the experiment files and
+the code. Some claims that `CLAIM` cannot
 find (the recipes, the grounding options) are registered the same way. So:
 
 - a new snapshot or a changed demo that contradicts a page fails its check until the page is
@@ -33,7 +33,6 @@ SNAPSHOTS = DOCS / "snapshots"
 SNAPSHOT = SNAPSHOTS / "local-demo"
 EXPERIMENTS = REPO_ROOT / "experiments"
 RECORD = ".artifact.json"
-PILOT_RUN_VERSION = "2026.12.04.1"  # the committed pilot run's version (docs/snapshots/pilot)
 
 # A sentence about what the demo (the miniature, ECHO's miniature, the local demo) or the pilot does.
 CLAIM = re.compile(
@@ -519,15 +518,13 @@ def pilot_projection() -> bool:
     """The pilot's plan projects 30h 40m in float32 on the quiet figures (13h 32m of it the agent
     grade, its 4 concurrent attempts charged at the batched ratio measured in
     benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 28h 40m
-    with bf16's measured ratios, beside the committed run's stages, whose agent grade is not cut by
-    bf16; two seeds, the base control, two ladder levels of 24 tasks with 9 models each."""
+    with bf16's measured ratios, which neither halve it nor cut its agent grade; two seeds, the base control, two ladder levels of 24 tasks with 9 models each."""
     from terminalworld.pipeline.cost import hours, stage_seconds
 
     pilot = _pilot()
     recipe = pilot.Pilot()
     costs = pilot.build(recipe).costs
     f32, bf16 = stage_seconds(costs, pilot.CPU_QUIET), stage_seconds(costs, pilot.CPU_BF16)
-    before = pilot.COMMITTED_RUN
     figures = (hours(sum(f32.values())), hours(f32["agent"]), hours(f32["score"]), hours(sum(bf16.values())))
     return (
         figures == ("30h 40m", "13h 32m", "8h 07m", "28h 40m")
@@ -539,8 +536,7 @@ def pilot_projection() -> bool:
         and all(sum(n.endswith(f"({lv})") for n in costs) == 9 for lv in recipe.agent_levels)
         and sum(f32.values()) > pilot.BUDGET_H * 3600 == 12 * 3600
         and recipe.loop_tasks == 12
-        and before == {"record": 22 * 60, "sft": 1.9 * 3600, "score": 2.7 * 3600, "agent": 2.0 * 3600, "sim": 18 * 60}
-        and sum(bf16.values()) > (8 * 3600 + 16 * 60) / 2
+        and sum(bf16.values()) > sum(f32.values()) / 2
         and bf16["agent"] >= f32["agent"]
     )
 
@@ -586,75 +582,63 @@ def pilot_departures() -> bool:
     )
 
 
-PILOT_SNAPSHOT = SNAPSHOTS / "pilot"
+@cache
+def committed_snapshots_carry_rows() -> bool:
+    """Every committed snapshot lists the row sets its figures come from, and each listed set holds
+    row files, so every figure a page quotes from it can be recomputed."""
+    manifests = sorted(SNAPSHOTS.glob("*/snapshot.json"))
+    for path in manifests:
+        manifest = json.loads(path.read_text())
+        folders = [path.parent / dep.replace("@", "/") for dep in manifest["rows"]]
+        if not folders or "rows_note" in manifest:
+            return False
+        if not all(any(p.name.endswith((".jsonl", ".jsonl.gz")) for p in f.rglob("*")) for f in folders):
+            return False
+    return bool(manifests)
 
 
 @cache
-def _pilot_report() -> tuple[dict, dict]:
-    """The committed pilot report's record and its `pilot.json`."""
+def pilot_results_await_rows() -> bool:
+    """No committed snapshot holds a pilot report yet, every committed snapshot carries its rows, and
+    the pilot's recipe has two seeds: its results land with a snapshot of its rows, none before."""
     from terminalworld.pipeline.artifacts import PILOT_REPORT
 
-    [ident] = [r for r in json.loads((PILOT_SNAPSHOT / "snapshot.json").read_text())["reports"] if PILOT_REPORT in r]
-    folder = PILOT_SNAPSHOT / ident.replace("@", "/")
-    return json.loads((folder / RECORD).read_text()), json.loads((folder / "pilot.json").read_text())
-
-
-def _cell(name: str) -> dict:
-    return next(c for c in _pilot_report()[1]["scale_axis"]["cells"] if c["name"] == name)
+    reports = [r for p in SNAPSHOTS.glob("*/snapshot.json") for r in json.loads(p.read_text())["reports"]]
+    return (
+        committed_snapshots_carry_rows()
+        and not any(r.startswith(f"{PILOT_REPORT}@") for r in reports)
+        and len(_pilot().Pilot().seeds) == 2
+    )
 
 
 @cache
-def pilot_run_committed() -> bool:
-    """A snapshot holds the CPU recipe's pilot report, built from a clean tree at a commit of this
-    repository's history."""
+def first_pilot_superseded() -> bool:
+    """The first pilot's version is older than the recipe's, its row-less snapshot is gone, and the
+    commits it ran from and the one its report can be read at are in this repository's history."""
     import subprocess
 
-    record, _ = _pilot_report()
-    prov = record["provenance"]
-    in_history = subprocess.run(
-        ["git", "merge-base", "--is-ancestor", prov["base_commit"], "HEAD"], cwd=REPO_ROOT, capture_output=True
+    def in_history(commit: str) -> bool:
+        done = subprocess.run(
+            ["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=REPO_ROOT, capture_output=True
+        )
+        return done.returncode == 0
+
+    page = (DOCS / "pilot.md").read_text()
+    [(report_commit, report_path)] = re.findall(r"/blob/([0-9a-f]{40})/(docs/snapshots/pilot/\S+?\.md)\)", page)
+    shown = subprocess.run(
+        ["git", "cat-file", "-e", f"{report_commit}:{report_path}"], cwd=REPO_ROOT, capture_output=True
     )
-    # The committed run is the CPU preset of its version; the recipe has moved on since (a new version).
-    return record["version"] == PILOT_RUN_VERSION and prov["dirty"] is False and in_history.returncode == 0
-
-
-@cache
-def pilot_rows_not_kept() -> bool:
-    """The pilot's snapshot holds no row file: its figures are aggregates that cannot be recomputed."""
-    return not any(p.name.endswith((".jsonl", ".jsonl.gz")) for p in (SNAPSHOTS / "pilot").rglob("*"))
-
-
-@cache
-def pilot_findings_hold() -> bool:
-    """The committed run's three findings hold, with the medians, wins and sign test the pages quote."""
-    _, doc = _pilot_report()
-    medians = {c["name"]: round(c["median_ppl"], 2) for c in doc["scale_axis"]["cells"]}
-    x9 = next(t for t in doc["scale_axis"]["sign_tests"] if (t["scale"], t["x"], t["y"]) == ("x9", "assistant", "full"))
     return (
-        all(f["holds"] for f in doc["findings"])
-        and len(doc["findings"]) == 3
-        and [medians[f"assistant-{s}"] for s in ("x1", "x3", "x9")] == [2.08, 1.86, 2.39]
-        and [medians[f"full-{s}"] for s in ("x1", "x3", "x9")] == [1.75, 1.56, 1.50]
-        and medians["user-x9"] == 1.50
-        and _cell("assistant-x9")["beats_base"] == 19
-        and (x9["above"], x9["below"]) == (41, 0)
-        and doc["n_trajectories"] == 41
+        _pilot().Pilot().version > FIRST_PILOT_VERSION
+        and not (SNAPSHOTS / "pilot").exists()
+        and all(in_history(c) for c in (*FIRST_PILOT_COMMITS, report_commit))
+        and shown.returncode == 0
+        and committed_snapshots_carry_rows()
     )
 
 
-@cache
-def pilot_no_solve() -> bool:
-    """No graded checkpoint of the committed run solves a task in any attempt; valid actions as quoted."""
-    _, doc = _pilot_report()
-    process = {r["name"]: r for r in doc["process"]}
-    return (
-        len(process) == 7
-        and all(v == 0 for r in process.values() for v in r["pass_at_k"].values())
-        and set(process["base"]["pass_at_k"]) == {"1", "2", "3", "4"}
-        and all(r["scored"] == 32 for r in process.values())  # 8 tasks x 4 attempts
-        and round(100 * process["base"]["valid_action"]) == 9
-        and {round(100 * process[n]["valid_action"]) for n in ("assistant-x9", "full-x9")} == {91}
-    )
+FIRST_PILOT_VERSION = "2026.12.04.1"  # the first pilot's recipe version (superseded; its rows were not kept)
+FIRST_PILOT_COMMITS = ("0d36882", "cc7a7b6", "d745209")  # the clean commits its steps ran from
 
 
 def recipe_classes() -> dict[str, str]:
@@ -728,15 +712,9 @@ SIM_GRADE = (
 CLAIMS: list[Claim] = [
     Claim(
         "design.md",
-        "The pilot's CPU preset therefore keeps float32 for SFT, scoring and generation (and the committed run's "
-        "steps); its GPU preset trains in Marin's policy.",
+        "The pilot's CPU preset therefore keeps float32 for SFT, scoring and generation; its GPU preset trains in "
+        "Marin's policy.",
         (pilot_precision_measured,),
-    ),
-    Claim(
-        "design.md",
-        "The pilot's plan prints the stage estimates beside the committed float32 run (SFT 1.9 h, scoring 2.7 h, "
-        "agent grade 2.0 h, simulator 18 min, recording 22 min; 8 h 16 min of wall time with its stops).",
-        (pilot_projection,),
     ),
     Claim(
         "design.md",
@@ -781,10 +759,9 @@ CLAIMS: list[Claim] = [
     Claim(
         "index.md",
         "The [pilot](pilot.md) (`experiments/pilot.py`) runs the same graph on one machine with "
-        "SmolLM2-135M-Instruct's dequantised Q4_1 weights, the three arms at three nested scales 3× apart; its "
-        "committed run "
-        "finds the write-up's three findings holding in direction.",
-        (pilot_scales, pilot_local, pilot_run_committed, pilot_findings_hold),
+        "SmolLM2-135M-Instruct's dequantised Q4_1 weights, the three arms at three nested scales 3× apart under each "
+        "of two seeds; its results land with the committed snapshot of its rows.",
+        (pilot_scales, pilot_local, pilot_results_await_rows),
     ),
     Claim(
         "index.md",
@@ -803,8 +780,8 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "index.md",
-        "Build and serve it locally from the committed snapshots of the local demo's and the pilot's results:",
-        (one_run, pilot_run_committed),
+        "Build and serve it locally from the committed snapshot of the local demo's results:",
+        (one_run, committed_snapshots_carry_rows),
     ),
     Claim(
         "risks.md",
@@ -836,8 +813,8 @@ CLAIMS: list[Claim] = [
     Claim(
         "risks.md",
         "Every sentence of this page that says what the demo or the pilot does is registered in "
-        "`tests/test_docs_claims.py` with a check against the committed snapshots of the demo's and the pilot's "
-        "reports (or the experiment files): a new snapshot that contradicts one, or an edit to one, fails the tests until the page "
+        "`tests/test_docs_claims.py` with a check against the committed snapshots' reports and rows (or the "
+        "experiment files): a new snapshot that contradicts one, or an edit to one, fails the tests until the page "
         "and its check agree again.",
         (claims_registered_on("risks.md"),),
     ),
@@ -855,9 +832,9 @@ CLAIMS: list[Claim] = [
     Claim(
         "risks.md",
         "The pilot (`experiments/pilot.py`) has one on a real pretrained model, SmolLM2-135M-Instruct: each arm at "
-        "three nested scales 3× apart, on one machine; its committed run is one run per arm on 41 held-out rows, "
-        "too small to measure the write-up's effect sizes.",
-        (pilot_scales, pilot_local, pilot_run_committed, pilot_findings_hold),
+        "three nested scales 3× apart under each of two seeds, on one machine; its results land with the committed "
+        "snapshot of its rows.",
+        (pilot_scales, pilot_local, pilot_results_await_rows),
     ),
     Claim("risks.md", AGENT_GRADE_RISKS, (agent_grade, no_solve)),
     Claim(
@@ -908,9 +885,9 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "risks.md",
-        "Production pages come from the `gs://` report artifacts through the same generator, and the pilot's page "
-        "from its own committed snapshot (`docs/snapshots/pilot`).",
-        (pilot_run_committed,),
+        "Production pages come from the `gs://` report artifacts through the same generator, and the pilot's results "
+        "page will come from its own committed snapshot, with its rows.",
+        (pilot_results_await_rows,),
     ),
     Claim(
         "risks.md",
@@ -944,49 +921,28 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "pilot.md",
-        "The committed run of the pilot (the CPU preset of version `2026.12.04.1`, in `docs/snapshots/pilot`) is on "
-        "the [results page](results/pilot.md), with its Reproduce section.",
-        (pilot_run_committed,),
+        "No figure of Pilot II is shown before then.",
+        (pilot_results_await_rows,),
     ),
     Claim(
         "pilot.md",
-        "On its 41 held-out rows the write-up's three findings hold in direction.",
-        (pilot_findings_hold,),
+        "The first pilot ran version `2026.12.04.1` of the earlier recipe (one seed per arm, no base control, no "
+        "target classes, no trained window, no task ladder) on the CPU preset, from the clean commits 0d36882, "
+        "cc7a7b6 and d745209.",
+        (first_pilot_superseded,),
     ),
     Claim(
         "pilot.md",
-        "Arm (a) ends worse than it starts: median env PPL 2.08 at x1, 1.86 at x3 and 2.39 at x9, whose checkpoint "
-        "beats the base on only 19 of 41 rows.",
-        (pilot_findings_hold,),
-    ),
-    Claim("pilot.md", "Arm (b) sharpens at every scale: 1.75, 1.56, 1.50.", (pilot_findings_hold,)),
-    Claim(
-        "pilot.md",
-        "The pilot's snapshot holds the report's aggregates and plots only: the held-out rows, the per-row and "
-        "per-depth scores, the agent trials and the simulator rows stayed in the run's prefix and are gone, so none "
-        "of its figures can be recomputed from committed rows.",
-        (pilot_rows_not_kept,),
-    ),
-    Claim(
-        "pilot.md", "**Unseen.** The pilot's held-out repos are disjoint from its SFT subset.", (pilot_run_committed,)
+        "Its held-out rows, score rows, agent trials and simulator rows were not kept and its checkpoints are gone, "
+        "so none of its figures can be recomputed from committed rows, and this site quotes none of them.",
+        (first_pilot_superseded,),
     ),
     Claim(
         "pilot.md",
-        "The grounding page's earlier demo rows were not: 8 of their 22 rows came from repos in the pilot's SFT "
-        "subset, so \"unseen\" held there for the demo's models, not for the pilot's checkpoints.",
-        (pilot_rows_not_kept,),
-    ),
-    Claim(
-        "pilot.md",
-        "At the largest scale (b) and (c) tie, both below (a): 1.50, 1.50 and 2.39, with (a) above (b) on all 41 rows.",
-        (pilot_findings_hold,),
-    ),
-    Claim(
-        "pilot.md",
-        "No checkpoint of the pilot solves any of its 8 held-out tasks in 4 attempts, so the agent grade ranks only "
-        "the steps of a fix: a valid action in 9 % of the base's trials and 91 % of both largest graded "
-        "checkpoints'.",
-        (pilot_no_solve,),
+        "Its report, as it was committed, can be read in the repository's history at commit "
+        "[044a4ca](https://github.com/marin-community/terminalworld/blob/044a4cac63af49d5e274357f47e775a146cc9a61/"
+        "docs/snapshots/pilot/terminalworld/reports/pilot/2026.12.04.1/report.md).",
+        (first_pilot_superseded,),
     ),
     Claim(
         "agent-grade.md",

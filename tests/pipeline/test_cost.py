@@ -46,6 +46,13 @@ def test_the_projection_lists_every_stage_beside_the_measured_run():
     rows = {line.split()[0]: line.split()[1:] for line in table[2:] if not line.startswith("-")}
     assert rows["record"] == ["2m", "0s"] and rows["sft"] == ["1h", "00m", "2m"]
     assert rows["score"] == ["-", "2m"] and rows["total"] == ["1h", "02m", "4m"]
+    alone = projection_table(WORKS, [ONE]).splitlines()  # no measured run: the estimates only
+    assert alone[0].split() == ["stage", ONE.name] and [line.split()[0] for line in alone[2:-2]] == [
+        "sft",
+        "score",
+        "agent",
+    ]
+    assert alone[-1].split() == ["total", "4m"]
 
 
 def test_generations_decoded_together_run_at_the_measured_batch_ratio():

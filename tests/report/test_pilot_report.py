@@ -98,13 +98,3 @@ def test_the_pilot_report_over_seeds_from_rows(tmp_path):
     text = "\n".join(page.lines)
     assert "### The write-up's findings" in text and "Between-seed spread" in text
     assert "Opposite directions: the probe against the agent grade" in text
-
-
-def test_the_committed_first_pilot_s_page_is_marked_superseded(tmp_path):
-    from tests.paths import REPO_ROOT
-
-    run = REPO_ROOT / "docs/snapshots/pilot/terminalworld/reports/pilot/2026.12.04.1"
-    page = Page(str(tmp_path / "site"), "results/pilot.md")
-    pilot_page(Artifact(str(run), {}, None, "pilot-report@2026.12.04.1"), page, "assets")
-    text = "\n".join(page.lines)
-    assert text.startswith('!!! warning "Superseded"') and "[what changed](../pilot.md)" in text

@@ -212,12 +212,15 @@ def test_inputs_users_get_wrong_are_one_line_errors(tmp_path):
 def test_without_results_the_pages_come_from_the_committed_snapshot(tmp_path):
     docs = copy_docs(tmp_path)
     built = build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT), repo_url=URL))
-    committed = [str(docs / "snapshots" / name) for name in ("local-demo", "pilot")]
+    committed = [str(docs / "snapshots" / name) for name in ("local-demo",)]
     assert built["built_from"] == f"the committed snapshots: {', '.join(committed)}"
     assert default_results(str(docs)) == committed
-    for slug, version in (("world-model-probe", VERSION), ("echo", VERSION), ("pilot", "2026.12.04.1")):
+    for slug, version in (("world-model-probe", VERSION), ("echo", VERSION)):
         page = (docs / "results" / f"{slug}.md").read_text()
         assert "No results yet" not in page and "### Reproduce" in page and f"## {version}" in page
+    # No pilot snapshot is committed yet: its page says so, and shows no figure.
+    pilot = (docs / "results" / "pilot.md").read_text()
+    assert "No pilot snapshot exists yet" in pilot and "## 20" not in pilot and "### Reproduce" not in pilot
     shutil.rmtree(docs / "snapshots")
     with pytest.raises(InputError, match="no --results given and no committed snapshot") as e:
         build_docs(DocsBuildConfig(out=str(docs), checkout=str(REPO_ROOT), repo_url=URL))
@@ -438,10 +441,14 @@ def test_snapshot_carries_the_rows_gzipped_and_names_no_machine_path(tmp_path):
     assert record["output_path"] == f"{{MARIN_PREFIX}}/terminalworld/reports/world-model-probe/{VERSION}"
 
 
-def test_committed_snapshots_name_no_machine_path_and_say_whether_they_hold_rows():
-    """Every record and manifest of the committed snapshots names paths logically; a snapshot taken
-    before rows travelled says so in its manifest."""
-    for snap in (SNAPSHOT.parent / "local-demo", SNAPSHOT.parent / "pilot"):
+def test_committed_snapshots_name_no_machine_path_and_carry_their_rows():
+    """Every record and manifest of every committed snapshot names paths logically, and every committed
+    snapshot carries the rows its figures come from: its manifest lists row sets (and no note of rows
+    not kept), and each listed set holds gzipped row files, so every figure a page quotes from it
+    can be recomputed."""
+    snaps = sorted(m.parent for m in SNAPSHOT.parent.glob(f"*/{SNAPSHOT_MANIFEST}"))
+    assert SNAPSHOT in snaps and {p for p in SNAPSHOT.parent.iterdir() if p.is_dir()} == set(snaps)
+    for snap in snaps:
         for path in [*snap.rglob(RECORD), snap / SNAPSHOT_MANIFEST]:
             assert not _machine_paths(path.read_text(), []), path
         for path in snap.rglob("*.gz"):  # the rows: Harbor's records name no machine path, session text no prefix
@@ -450,4 +457,6 @@ def test_committed_snapshots_name_no_machine_path_and_say_whether_they_hold_rows
                 assert not _machine_paths(text, []), path
             assert not re.search(r"/[\w./-]*local-prefix/", text), path
         manifest = json.loads((snap / SNAPSHOT_MANIFEST).read_text())
-        assert manifest["rows"] or "rows not kept" in manifest["rows_note"]
+        assert manifest["rows"] and "rows_note" not in manifest and manifest["rows_bytes"] > 0, snap
+        for dep in manifest["rows"]:
+            assert list((snap / dep.replace("@", "/")).rglob("*.gz")), f"{snap}: no row files for {dep}"

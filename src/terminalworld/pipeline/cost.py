@@ -125,18 +125,23 @@ def stage_seconds(works: dict[str, Work], t: Throughput) -> dict[str, float]:
     return out
 
 
-def projection_table(works: dict[str, Work], machines: list[Throughput], before: dict[str, float], label: str) -> str:
-    """Each stage's estimate on each machine beside a measured run's seconds for that stage
-    (`before`, keyed by stage; `label` names that run), and the totals."""
+def projection_table(
+    works: dict[str, Work], machines: list[Throughput], before: dict[str, float] | None = None, label: str = ""
+) -> str:
+    """Each stage's estimate on each machine and the totals; with `before` (a measured run's seconds
+    per stage, `label` naming that run), that run's column first."""
     cols = [stage_seconds(works, m) for m in machines]
-    stages = list(dict.fromkeys([*before, *(s for c in cols for s in c)]))
+    measured = [] if before is None else [before]
+    stages = list(dict.fromkeys([*(before or {}), *(s for c in cols for s in c)]))
     width = max(len(s) for s in [*stages, "total"]) + 2
-    head = "stage".ljust(width) + label.rjust(22) + "".join(m.name.rjust(22) for m in machines)
+    head = (
+        "stage".ljust(width) + "".join(label.rjust(22) for _ in measured) + "".join(m.name.rjust(22) for m in machines)
+    )
     lines = [head, "-" * len(head)]
     for stage in stages:
-        was = hours(before[stage]) if stage in before else "-"
-        lines.append(stage.ljust(width) + was.rjust(22) + "".join(hours(c.get(stage, 0.0)).rjust(22) for c in cols))
+        was = "".join((hours(b[stage]) if stage in b else "-").rjust(22) for b in measured)
+        lines.append(stage.ljust(width) + was + "".join(hours(c.get(stage, 0.0)).rjust(22) for c in cols))
     lines.append("-" * len(head))
-    totals = "".join(hours(sum(c.values())).rjust(22) for c in cols)
-    lines.append("total".ljust(width) + hours(sum(before.values())).rjust(22) + totals)
+    totals = "".join(hours(sum(c.values())).rjust(22) for c in [*measured, *cols])
+    lines.append("total".ljust(width) + totals)
     return "\n".join(lines)

@@ -129,16 +129,6 @@ ECHO = ReportType(artifacts.ECHO_REPORT, "echo", "ECHO: results", echo_page)
 REPORT_TYPES[ECHO.artifact] = ECHO
 
 
-SUPERSEDED = (
-    '!!! warning "Superseded"',
-    "",
-    "    A run of the first recipe (one seed per arm, no base control), superseded by the revised recipe",
-    "    (two seeds per arm, the base control, the task ladder, every row committed), whose run, once",
-    "    committed, appears on this page under its own version, above this one; [what changed](../pilot.md).",
-    "",
-)
-
-
 def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     """The pilot: over seeds where the run had them (`report.seeds`: the findings' verdicts, the probe per
     seed, the ladder's paired tests and the opposite-directions table), the write-up's findings checked, the scale axis, the paired sign tests and the
@@ -151,8 +141,6 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     doc = read_json_at(report.path, "pilot.json")
     if over_seeds := doc.get("seeds"):
         page.put(*seeds_blocks(over_seeds))
-    else:  # a run before the revised recipe: one seed, no control, its rows not kept
-        page.add(*SUPERSEDED)
     page.put(*scale_blocks(doc["scale_axis"], doc["findings"], doc["process"]))
     if curve := doc.get("depth_curve"):
         page.put(*depth_blocks(curve, doc.get("depth_scope"), doc.get("depth_composition")))
@@ -168,8 +156,9 @@ PILOT = ReportType(
     "pilot",
     "Pilot: results",
     pilot_page,
-    empty="No pilot snapshot exists yet: no complete pilot run has been committed. The README's pilot "
-    "section gives the command that runs it.",
+    empty="No pilot snapshot exists yet: the pilot's results land here with the committed snapshot of its "
+    "rows, and no figure is shown before then. [Running it](../manual/running.md#the-pilot) gives the command "
+    "that runs it.",
 )
 REPORT_TYPES[PILOT.artifact] = PILOT
 
