@@ -315,55 +315,25 @@ def test_nebius_mask_matches_the_datasets_own_per_message_mask(fixtures):
         assert trained_msgs == masked
 
 
-def test_cli_render_and_show_mask(fixtures, tmp_path):
-    import subprocess
-    import sys
+def test_cli_render_and_show_mask(fixtures, tmp_path, capsys):
+    """The two commands through the CLI's entry point, in this process (a real interpreter's run of
+    the CLI is tests/test_bad_input.py's; each one here would cost an interpreter's imports)."""
+    from terminalworld.cli import main
 
     src = str(fixtures / "mini-swe-agent/local.traj.json")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "terminalworld.cli",
-            "show-mask",
-            "--tokenizer",
-            "qwen3",
-            "--in",
-            src,
-            "--arm",
-            "assistant",
-            "--color",
-            "never",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
-    assert "[[Here be some dummy command:" in out.stdout and "| assistant |" in out.stdout
+    code = main(["show-mask", "--tokenizer", "qwen3", "--in", src, "--arm", "assistant", "--color", "never"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "[[Here be some dummy command:" in out.out and "| assistant |" in out.out
     bad = tmp_path / "bad.jsonl"
     good = json.dumps(json.loads((fixtures / "adp_swe-zero-12m" / "sample_raw.json").read_text())[0])
     bad.write_text('{"instance_id": "x", "messages": [{"role": "assistant", "content": "a"}]}\n' + good + "\n")
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "terminalworld.cli",
-            "render",
-            "--tokenizer",
-            "qwen3",
-            "--arm",
-            "full",
-            "--in",
-            str(bad),
-            "--out",
-            str(tmp_path / "o.jsonl"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    argv = ["render", "--tokenizer", "qwen3", "--arm", "full", "--in", str(bad), "--out", str(tmp_path / "o.jsonl")]
+    code = main(argv)
+    r = capsys.readouterr()
     # A record that is not a trajectory is counted and named with file and line; the pass goes on.
-    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    stats = json.loads(r.stdout[r.stdout.index("{") :])
+    assert code == 0 and "Traceback" not in r.err, r.err
+    stats = json.loads(r.out[r.out.index("{") :])
     assert stats["examples"] == 1 and stats["failed"] == {"malformed record": 1}
     assert (stats["failures"][0]["file"], stats["failures"][0]["line"]) == (str(bad), 1)
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 1

@@ -61,10 +61,13 @@ def test_same_seed_rerecords_identical_bytes(recorded_corpus, tmp_path):
 
 
 def test_interrupted_recording_resumes(recorded_corpus, tmp_path):
+    """A recording stopped after its first two shards: they are kept and only the last one (4 of
+    the 24 trajectories) is recorded. Each shard is kept or recorded on its own (a trajectory
+    depends on the seed and its index only), so one missing shard proves what several would."""
     out = tmp_path / "resume"
     out.mkdir()
-    first = sorted(recorded_corpus.glob("*.jsonl.gz"))[0]
-    (out / first.name).write_bytes(first.read_bytes())
+    for done in sorted(recorded_corpus.glob("*.jsonl.gz"))[:2]:
+        (out / done.name).write_bytes(done.read_bytes())
     manifest = record_corpus(RecordConfig(out=str(out), trajectories=24, seed=3, shard_size=10))
     assert manifest["shards"] == json.loads((recorded_corpus / "manifest.json").read_text())["shards"]
 

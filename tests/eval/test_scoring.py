@@ -1,5 +1,6 @@
 """The scorer against an independent full-logits implementation of the span rule, on SmolLM2."""
 
+import dataclasses
 import json
 import math
 import os
@@ -44,19 +45,58 @@ def smollm2():
     return tiny_qwen3(len(load_tokenizer("smollm2"))).eval()
 
 
+@dataclasses.dataclass(frozen=True)
+class DefaultRun:
+    lines: list  # every line of the output, the summary last
+    summary: dict  # what `score` returned
+    text: str  # the output file's text
+    forwards: list  # each row the model scored: ((token ids, span positions), the log-probabilities it gave)
+
+
 @pytest.fixture(scope="module")
-def default_run(heldout, smollm2, tmp_path_factory):
-    """The held-out rows scored once for the module in the default mode (agent, float32 on CPU):
-    every line of the output and the summary `score` returned. Each forward of SmolLM2 over these
-    rows takes seconds on a CPU, so the tests that compare another run with this one share it."""
+def default_run(heldout, smollm2, tmp_path_factory) -> DefaultRun:
+    """The held-out rows scored once for the module in the default mode (agent, float32 on CPU, one
+    row a forward). Each forward of SmolLM2 over these rows takes seconds on a CPU, so the tests
+    that compare another run with this one, resume it, or compare a forward with it share it."""
     import terminalworld.eval.scoring as scoring
 
     path, _ = heldout
     out = tmp_path_factory.mktemp("default") / "agent.jsonl"
+    forwards = []
+    real = HFScorer.batch_logprobs
+
+    def recorded(self, items):
+        got = real(self, items)
+        forwards.extend(zip(items, got, strict=True))
+        return got
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+        mp.setattr(HFScorer, "batch_logprobs", recorded)
         summary = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), dtype="float32"))
-    return [json.loads(x) for x in out.read_text().splitlines()], summary
+    text = out.read_text()
+    return DefaultRun([json.loads(x) for x in text.splitlines()], summary, text, forwards)
+
+
+@pytest.fixture(scope="module")
+def next_token_nll(smollm2):
+    """The reference NLL of each token given the ones before it (`[k]` is token k + 1's), from the
+    model's full logits in float32 log-softmax; one forward per sequence for the module: the agent
+    mode's reference of a row and the reference of every depth of that row read the same forward
+    of the same whole render."""
+    import torch
+
+    cache = {}
+
+    def nll(ids):
+        key = tuple(ids)
+        if key not in cache:
+            with torch.inference_mode():
+                logp = torch.log_softmax(smollm2(torch.tensor([ids])).logits[0].float(), dim=-1)
+                cache[key] = (-logp[:-1].gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]).tolist()
+        return cache[key]
+
+    return nll
 
 
 def scored_rows(path):
@@ -96,15 +136,11 @@ def reference_span(tok, row, mode):
     return enc["input_ids"], span
 
 
-def reference_score(model, tok, row, mode):
+def reference_score(next_token_nll, tok, row, mode):
     """Full logits at every position, float32 log-softmax, span by the last-character rule."""
-    import torch
-
     ids, span = reference_span(tok, row, mode)
-    with torch.inference_mode():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
-    nll = [-float(logp[p - 1, ids[p]]) for p in span]
-    return len(span), float(np.mean(nll)), [ids[p] for p in span]
+    nll = next_token_nll(ids)
+    return len(span), float(np.mean([nll[p - 1] for p in span])), [ids[p] for p in span]
 
 
 def cut_to_depth(row, depth):
@@ -115,20 +151,17 @@ def cut_to_depth(row, depth):
     return dict(row, prefix=pairs[: depth - 1], target_cmd=cmd, target_env=env)
 
 
-def reference_depths(model, tok, row):
+def reference_depths(next_token_nll, tok, row):
     """(n, mean NLL) of the span of every depth: the span found on the row cut to that depth, the
     NLL read from one full-logits forward of the whole row (causal, and each cut render is a token
     prefix of the whole render, which is asserted)."""
-    import torch
-
     ids, _ = reference_span(tok, row, "agent")
-    with torch.inference_mode():
-        logp = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
+    nll = next_token_nll(ids)
     out = []
     for depth in range(1, len(row["prefix"]) + 2):
         cut_ids, span = reference_span(tok, cut_to_depth(row, depth), "agent")
         assert ids[: len(cut_ids)] == cut_ids
-        out.append((len(span), float(np.mean([-float(logp[p - 1, ids[p]]) for p in span]))))
+        out.append((len(span), float(np.mean([nll[p - 1] for p in span]))))
     return out
 
 
@@ -157,13 +190,13 @@ def assert_summary_by_hand(summary, rows):
 
 @pytest.mark.parametrize("mode", ["agent", "sim"])
 def test_scores_match_an_independent_full_logits_implementation(
-    heldout, smollm2, default_run, tmp_path, mode, monkeypatch
+    heldout, smollm2, default_run, next_token_nll, tmp_path, mode, monkeypatch
 ):
     path, rows = heldout
     import terminalworld.eval.scoring as scoring
 
     if mode == "agent":  # the default mode: the module's one run of it
-        lines, summary = default_run
+        lines, summary = default_run.lines, default_run.summary
     else:
         monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
         out = tmp_path / f"{mode}.jsonl"
@@ -173,7 +206,7 @@ def test_scores_match_an_independent_full_logits_implementation(
     tok = load_tokenizer("smollm2")
     total_n, total_nll = 0, 0.0
     for got, row in zip(lines[:-1], rows, strict=False):
-        n, mean, _ = reference_score(smollm2, tok, row, mode)
+        n, mean, _ = reference_score(next_token_nll, tok, row, mode)
         assert got["instance_id"] == row["instance_id"] and got["n_target_tokens"] == n
         env = row["target_env"]
         assert got["repo"] == row["repo"] and got["target_chars"] == len(env.removeprefix("Observation: ")) > 0
@@ -273,7 +306,7 @@ def test_prefix_subtraction_shifts_the_window_with_qwen3(heldout):
     assert len(seeds_window) == len(ours) + 3 == 606
 
 
-def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypatch):
+def test_resume_scores_only_unfinished_rows(heldout, smollm2, default_run, tmp_path, monkeypatch):
     path, _rows = heldout
     import terminalworld.eval.scoring as scoring
 
@@ -282,12 +315,12 @@ def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypa
     real = HFScorer.batch_logprobs
     monkeypatch.setattr(HFScorer, "batch_logprobs", lambda self, items: calls.extend(items) or real(self, items))
     out = tmp_path / "agent.jsonl"
-    first = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), dtype="float32"))
-    assert len(calls) == 3
-    finished = out.read_text().splitlines()
+    # The uninterrupted run: the module's default run (same rows, same config), every row scored.
+    first = default_run.summary
+    assert len(default_run.forwards) == 3
+    finished = default_run.text.splitlines()
     # An interrupted run: one row done and a torn second line, no final file.
     (tmp_path / "agent.jsonl.partial").write_text(finished[0] + "\n" + finished[1][:20])
-    out.unlink()
     calls.clear()
     second = score(ScoreConfig(model_path="smollm2", heldout=str(path), out=str(out), dtype="float32"))
     assert len(calls) == 2 and second == first
@@ -297,7 +330,7 @@ def test_resume_scores_only_unfinished_rows(heldout, smollm2, tmp_path, monkeypa
     assert calls == []
 
 
-def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
+def test_all_depths_and_skipped_rows(heldout, smollm2, next_token_nll, tmp_path, monkeypatch):
     path, rows = heldout
     import terminalworld.eval.scoring as scoring
 
@@ -330,7 +363,7 @@ def test_all_depths_and_skipped_rows(heldout, smollm2, tmp_path, monkeypatch):
         last = got["depths"][-1]
         assert (last["n_target_tokens"], last["sum_nll"]) == (got["n_target_tokens"], got["sum_nll"])
         # Every depth against the reference on the row cut to that depth: same tokens, same NLL.
-        for d, (n, mean) in zip(got["depths"], reference_depths(smollm2, tok, row), strict=True):
+        for d, (n, mean) in zip(got["depths"], reference_depths(next_token_nll, tok, row), strict=True):
             assert (d["n_target_tokens"], d["mean_nll"]) == (n, pytest.approx(mean, abs=1e-4)), d["depth"]
             checked += 1
     assert checked == 4 + 6
@@ -362,7 +395,9 @@ def test_unknown_model_is_a_clear_error(heldout, tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_right_padded_batches_equal_single_rows(heldout, smollm2):
+def test_right_padded_batches_equal_single_rows(heldout, smollm2, default_run):
+    """Two rows of different lengths in one padded forward against each alone: the default run's
+    forwards of those rows (one row each on CPU), which are this very call on these very items."""
     from terminalworld.core.render import Renderer
     from terminalworld.eval.scoring import observation_spans
 
@@ -376,8 +411,9 @@ def test_right_padded_batches_equal_single_rows(heldout, smollm2):
         items.append((r.input_ids, span.positions))
     assert len(items[0][0]) != len(items[1][0])
     together = scorer.batch_logprobs(items)
-    for item, got in zip(items, together, strict=False):
-        assert np.allclose(scorer.batch_logprobs([item])[0], got, atol=1e-4)
+    for item, got, ((ids, positions), alone) in zip(items, together, default_run.forwards[1:], strict=True):
+        assert np.array_equal(ids, item[0]) and np.array_equal(positions, item[1])  # the same single-row call
+        assert np.allclose(alone, got, atol=1e-4)
 
 
 def test_vllm_logprobs_are_read_at_the_observed_token_not_rank_1():
@@ -438,7 +474,7 @@ def _gpu():
 @pytest.fixture(scope="module")
 def cpu_scores(default_run):
     """The float32 HF rows on CPU, the reference for the GPU backends."""
-    return default_run[0][:-1]
+    return default_run.lines[:-1]
 
 
 def _assert_rows_agree(got_path, reference, tol):
@@ -504,14 +540,19 @@ def test_remote_checkpoint_is_fetched_once_through_fsspec(tmp_path, monkeypatch)
         local_model_path(f"memory:///nothing-{uuid.uuid4().hex}")
 
 
-def test_chat_template_from_another_checkpoint(heldout, smollm2, default_run, tmp_path, monkeypatch):
-    """A base model scored with an SFT checkpoint's template renders exactly as that template does."""
+def test_chat_template_from_another_checkpoint(heldout, smollm2, default_run, next_token_nll, tmp_path, monkeypatch):
+    """A base model scored with an SFT checkpoint's template renders exactly as that template does.
+    One row (a SWE-ZERO one, whose target starts "Observation: "): the template is applied to every
+    row by the same call, so more rows would repeat the same check at seconds a forward."""
     from transformers import AutoTokenizer
 
     import terminalworld.eval.scoring as scoring
     from terminalworld.core.assets import hf_folder
 
-    path, rows = heldout
+    _, rows = heldout
+    rows = rows[:1]
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n")
     other = AutoTokenizer.from_pretrained(hf_folder("smollm2", "tokenizer"))
     other.chat_template = (
         "{% for m in messages %}{{ '### ' + m.role + ':\n' + m.content + '<|im_end|>\n' }}{% endfor %}"
@@ -527,9 +568,9 @@ def test_chat_template_from_another_checkpoint(heldout, smollm2, default_run, tm
             chat_template_from=str(tmp_path / "sft-checkpoint"),
         )
     )
-    got, default = scored_rows(out), default_run[0][:-1]
-    for g, d, row in zip(got, default, rows, strict=False):
-        n, mean, _ = reference_score(smollm2, other, row, "agent")
+    got, default = scored_rows(out), default_run.lines[: len(rows)]
+    for g, d, row in zip(got, default, rows, strict=True):
+        n, mean, _ = reference_score(next_token_nll, other, row, "agent")
         assert g["n_target_tokens"] == n and abs(g["mean_nll"] - mean) < 1e-4  # both float32 on CPU
         assert g["full_len"] != d["full_len"]
 
@@ -563,16 +604,23 @@ def test_grounding_none_reproduces_the_scores_from_before_grounding(tmp_path):
 
 def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2, default_run, tmp_path, monkeypatch):
     """A target with no terminal text would be scored on its end-of-turn token alone (a PPL of tens
-    of thousands that topped the "worst" column); it is skipped, with its reason, and never scored."""
+    of thousands that topped the "worst" column); it is skipped, with its reason, and never scored.
+    The other rows' scores are the module's default run, resumed from: the model sees no row here."""
     import terminalworld.eval.scoring as scoring
 
     _, rows = heldout
     monkeypatch.setattr(scoring, "load_hf_model", lambda p, d: smollm2)
+    calls = []
+    real = HFScorer.batch_logprobs
+    monkeypatch.setattr(HFScorer, "batch_logprobs", lambda self, items: calls.extend(items) or real(self, items))
     empty = [dict(rows[0], instance_id="empty", target_env="Observation: "), dict(rows[0], instance_id="blank")]
     empty[1]["target_env"] = "Observation: \n  \n"
     with_empty = tmp_path / "h.jsonl"
     with_empty.write_text("".join(json.dumps(r) + "\n" for r in [*rows, *empty]))
+    scored = default_run.text.splitlines()[: len(rows)]  # the rows without the empty ones, already scored
+    (tmp_path / "s.jsonl.partial").write_text("".join(line + "\n" for line in scored))
     summary = score(ScoreConfig(model_path="smollm2", heldout=str(with_empty), out=str(tmp_path / "s.jsonl")))
+    assert calls == []  # the empty targets never reach the model
     lines = scored_rows(tmp_path / "s.jsonl")
     assert [x["instance_id"] for x in lines if "skipped" in x] == ["empty", "blank"]
     assert all(x["skipped"].startswith("empty target observation") for x in lines[-2:])
@@ -581,7 +629,7 @@ def test_an_empty_target_observation_is_skipped_with_its_reason(heldout, smollm2
     assert all(x["target_class"] == classify(r) for x, r in zip(lines, [*rows, *empty], strict=True))
     assert sum(c["n"] for c in summary["by_class"].values()) == summary["n_scored"]
     assert summary["class_counts"]["empty"] == 2
-    alone = default_run[1]  # the same rows without the empty ones
+    alone = default_run.summary  # the same rows without the empty ones
     assert {k: summary[k] for k in ("token_weighted_ppl", "median_ppl", "worst")} == {
         k: alone[k] for k in ("token_weighted_ppl", "median_ppl", "worst")
     }

@@ -44,10 +44,11 @@ def batch():
     return tok, rollouts, grpo_advantages(rewards, groups).tolist()
 
 
-def _train(tok, rollouts, advantages, loss, steps=4, lr=3e-3):
+def _train(tok, rollouts, advantages, loss, before, steps=4, lr=3e-3):
+    """The change of each rollout's env CE after `steps` updates of the seeded tiny model, from
+    `before`: that model's env CE before any update (the same start for every arm, computed once)."""
     model = tiny_qwen3(len(tok))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    before = env_cross_entropy(model, rollouts)
     for _ in range(steps):
         stats = update(
             model=model,
@@ -64,8 +65,9 @@ def _train(tok, rollouts, advantages, loss, steps=4, lr=3e-3):
 def test_env_ce_falls_under_echo_and_env_only_clearly_more_than_under_grpo(batch):
     tok, rollouts, advantages = batch
     assert all(sum(r.env_mask) > 50 for r in rollouts)
+    before = env_cross_entropy(tiny_qwen3(len(tok)), rollouts)  # every arm starts from this seeded model
     change = {
-        name: _train(tok, rollouts, advantages, cfg)[0].mean()
+        name: _train(tok, rollouts, advantages, cfg, before)[0].mean()
         for name, cfg in {
             "grpo": EchoLossConfig(lam=0.0),
             "echo": EchoLossConfig(lam=0.05),
