@@ -124,9 +124,9 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     # Every step's attempt was timed: the wall time per stage, each step finished (the report's own
     # step, running while it reads them, left out).
     wall = doc["walltime"]
-    assert [s["stage"] for s in wall["stages"]] == ["record", "sft", "score", "agent", "sim"] and all(
-        s["finished"] and s["attempts"] == 1 and s["seconds"] > 0 for s in wall["steps"]
-    )
+    assert [s["stage"] for s in wall["stages"]] == ["record", "sft", "score", "agent", "sim"]
+    assert [s for s in wall["steps"] if not (s["finished"] and s["attempts"] == 1)] == []
+    assert all(s["seconds"] > 0 for s in wall["stages"])
     assert "terminalworld/reports/pilot" not in {s["step"] for s in wall["steps"]}
     assert "## Wall time per stage" in Path(graph.report.path(), "report.md").read_text()
     # Every observation of each row at its depth (1-based), 3 context turns and the target, classed;
