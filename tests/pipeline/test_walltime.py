@@ -9,11 +9,12 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 from terminalworld.errors import InputError
-from terminalworld.pipeline.walltime import WALL_DIR, attempt, run_walltimes, stage_of, stage_walltimes
+from terminalworld.pipeline.walltime import MAX_STEP_DEPTH, WALL_DIR, attempt, run_walltimes, stage_of, stage_walltimes
 
 
 def _records(out) -> list[dict]:
@@ -67,48 +68,15 @@ def _write(prefix, step, version, name, record):
 
 def test_a_runs_walltimes_sum_each_steps_attempts_by_stage(tmp_path):
     v = "2026.12.06.2"
-    _write(
-        tmp_path,
-        "checkpoints/terminalworld/full-x1-s1",
-        v,
-        "a.json",
-        {"started": "2026-12-06T04:01:21+00:00", "seconds": 600.0, "state": "running"},
-    )
-    _write(
-        tmp_path,
-        "checkpoints/terminalworld/full-x1-s1",
-        v,
-        "b.json",
-        {"started": "2026-12-06T05:10:19+00:00", "seconds": 1584.8, "state": "done"},
-    )
-    _write(
-        tmp_path,
-        "probe-eval/probe_base",
-        v,
-        "a.json",
-        {"started": "2026-12-06T05:36:44+00:00", "seconds": 2742.3, "state": "done"},
-    )
-    _write(
-        tmp_path,
-        "terminalworld/corpus/recorded",
-        v,
-        "a.json",
-        {"started": "2026-12-06T03:39:50+00:00", "seconds": 1146.4, "state": "done"},
-    )
-    _write(
-        tmp_path,
-        "agent-eval/heldout-tasks/base",
-        v,
-        "a.json",
-        {"started": "2026-12-06T09:00:00+00:00", "seconds": 60.0, "state": "running"},
-    )
-    _write(
-        tmp_path,
-        "probe-eval/probe_base",
-        "2026.12.04.1",
-        "a.json",
-        {"started": "2026-12-04T00:00:00+00:00", "seconds": 9e9, "state": "done"},
-    )
+    for step, version, name, started, seconds, state in [
+        ("checkpoints/terminalworld/full-x1-s1", v, "a.json", "2026-12-06T04:01:21+00:00", 600.0, "running"),
+        ("checkpoints/terminalworld/full-x1-s1", v, "b.json", "2026-12-06T05:10:19+00:00", 1584.8, "done"),
+        ("probe-eval/probe_base", v, "a.json", "2026-12-06T05:36:44+00:00", 2742.3, "done"),
+        ("terminalworld/corpus/recorded", v, "a.json", "2026-12-06T03:39:50+00:00", 1146.4, "done"),
+        ("agent-eval/heldout-tasks/base", v, "a.json", "2026-12-06T09:00:00+00:00", 60.0, "running"),
+        ("probe-eval/probe_base", "2026.12.04.1", "a.json", "2026-12-04T00:00:00+00:00", 9e9, "done"),
+    ]:
+        _write(tmp_path, step, version, name, {"started": started, "seconds": seconds, "state": state})
     rows = run_walltimes(str(tmp_path), v)
     assert rows == [
         {"step": "agent-eval/heldout-tasks/base", "stage": "agent", "attempts": 1, "seconds": 60.0, "finished": False},
@@ -135,6 +103,12 @@ def test_a_runs_walltimes_sum_each_steps_attempts_by_stage(tmp_path):
         ("score", 2742.3),
         ("agent", 60.0),
     ]
+
+
+def test_every_step_name_of_every_plan_is_within_the_glob_depth():
+    plans = json.loads((Path(__file__).with_name("plans.json")).read_text())
+    names = {s["step"].split("@")[0] for steps in plans.values() for s in steps}
+    assert max(n.count("/") + 1 for n in names) == MAX_STEP_DEPTH
 
 
 def test_a_record_that_is_not_an_attempt_is_refused_by_name(tmp_path):

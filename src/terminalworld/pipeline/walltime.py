@@ -32,6 +32,7 @@ STATES = ("running", "done", "failed")
 STAGE_OF = {"checkpoints": "sft", "probe-eval": "score", "agent-eval": "agent", "sim-eval": "sim"}
 REPORT_STEPS = ("terminalworld/reports/", "terminalworld/hf-eval-sets")
 STAGES = ("record", "sft", "score", "agent", "sim", "report")
+MAX_STEP_DEPTH = 4  # parts of a step's name at most (`checkpoints/terminalworld/rl/{arm}`)
 
 
 def stage_of(step: str) -> str:
@@ -106,7 +107,9 @@ def run_walltimes(prefix: str, version: str) -> list[dict[str, Any]]:
     fs, root = url_to_fs(prefix)
     root = root.rstrip("/")
     attempts: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(fs.glob(f"{root}/**/{version}/{WALL_DIR}/*.json")):
+    # One glob per name depth, not `**`: on gs:// a recursive glob would list every checkpoint shard.
+    patterns = [f"{root}/{'*/' * depth}{version}/{WALL_DIR}/*.json" for depth in range(1, MAX_STEP_DEPTH + 1)]
+    for path in sorted(p for pattern in patterns for p in fs.glob(pattern)):
         step = posixpath.relpath(path, root).rsplit(f"/{version}/{WALL_DIR}/", 1)[0]
         attempts.setdefault(step, []).append(read_attempt(path, fs.cat_file(path).decode()))
     rows = []
