@@ -62,6 +62,7 @@ from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.cost import Batched, Throughput, Work, cost_table, hours, projection_table, stage_seconds
 from terminalworld.pipeline.step import Built, Checkpoint, Corpus, HeldoutSet, Report, TaskSet
+from terminalworld.pipeline.walltime import run_walltimes, stage_walltimes
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
@@ -74,8 +75,10 @@ ARMS = ("assistant", "full", "user")
 # Each step's cost on 2 cores, from two measurements of SmolLM2-135M-Instruct (float32):
 # - quiet: the project's committed benchmarks on an otherwise idle machine: generation 6.0 tokens/s
 #   end to end at 2.2K-token prompts (benchmarks/results/sim.json: about 2 ms per prompt token and
-#   12 tokens/s after it), scoring 5 ms per row token; Levanter SFT 60 tokens/s is a planning figure,
-#   not a committed measurement.
+#   12 tokens/s after it), scoring 5 ms per row token; Levanter SFT 41.0 tokens/s, the median of 5
+#   whole 8,192-token float32 steps of this pilot's own `assistant-x9-s1` run with nothing else on
+#   the cores (194-210 s each, 1-minute load 1.8-2.0; benchmarks/pilot_sft_rate.py reads them from
+#   its log into benchmarks/results/pilot_sft_rate.json). The plan assumed 60 before it was measured.
 # - shared: benchmarks/pilot_throughput.py on 2026-12-04 while other jobs ran (1-minute load 8-22 on
 #   2 cores): scoring 17.6 s per 2,048-token row, 32.6 s per 4,096, 57.5 s per 8,192; Levanter SFT
 #   8.6 tokens/s on 2,048-token sequences at load 22 (a 3-step run at 4,096 did not finish in 15
@@ -95,7 +98,7 @@ ARMS = ("assistant", "full", "user")
 BATCHED_ATTEMPTS = {4: Batched(prefill=1.00, generate=0.90)}
 CPU_QUIET = Throughput(
     name="2 cores quiet",
-    sft_tokens_per_s=60.0,
+    sft_tokens_per_s=41.0,
     score_s_per_token=0.005,
     prefill_s_per_token=0.002,
     generate_tokens_per_s=12.0,
@@ -103,7 +106,7 @@ CPU_QUIET = Throughput(
     trial_overhead_s=2.0,
     sandbox_command_s=0.1,
     source="the project's committed benchmarks (benchmarks/results/sim.json, scoring.json, "
-    "sampled_batching.json); SFT assumed",
+    "sampled_batching.json, pilot_sft_rate.json: the pilot's own SFT steps)",
     batched=BATCHED_ATTEMPTS,
 )
 CPU_SHARED = Throughput(
@@ -605,6 +608,23 @@ def budget_note(costs: dict[str, Work], column: Throughput) -> str:
     return "\n".join([f"estimate {hours(total)} on '{column.name}', {verdict}", "shrink order:", *SHRINK])
 
 
+def plan_text(p: Pilot, graph: PilotGraph, prefix: str) -> str:
+    """The plan: each step's estimate per machine, each stage's, and the budget; where `prefix`
+    already holds this version's timed attempts, the run's wall time so far per stage beside them."""
+    steps = run_walltimes(prefix, p.version)
+    so_far = {s["stage"]: s["seconds"] for s in stage_walltimes(steps)} if steps else None
+    column = CPU_BF16 if p.precision == "bfloat16" else CPU_QUIET
+    lines = [
+        cost_table(graph.costs, MACHINES) + "\n",
+        projection_table(graph.costs, [CPU_QUIET, CPU_BF16], so_far, "this run so far"),
+    ]
+    if steps:
+        done = sum(s["finished"] for s in steps)
+        lines.append(f"this run so far: {done} steps finished, {len(steps) - done} started and not finished")
+    lines += [f"this recipe computes in {p.precision} (SFT: {p.sft_mp}), the '{column.name}' column"]
+    return "\n".join([*lines, budget_note(graph.costs, column)])
+
+
 if __name__ == "__main__":
     os.environ.setdefault("MARIN_PREFIX", os.path.abspath("local-prefix"))
     os.environ.setdefault("WANDB_MODE", "offline")
@@ -613,11 +633,7 @@ if __name__ == "__main__":
     def targets(p: Pilot) -> list:
         graph = build(p)
         if "--run" not in sys.argv[1:]:
-            print(cost_table(graph.costs, MACHINES) + "\n")
-            print(projection_table(graph.costs, [CPU_QUIET, CPU_BF16]))
-            column = CPU_BF16 if p.precision == "bfloat16" else CPU_QUIET
-            print(f"this recipe computes in {p.precision} (SFT: {p.sft_mp}), the '{column.name}' column")
-            print(budget_note(graph.costs, column) + "\n")
+            print(plan_text(p, graph, os.environ["MARIN_PREFIX"]) + "\n")
         return [graph.report, graph.eval_sets]
 
     sys.exit(main(targets, __doc__.split("\n\n")[0], recipe=Pilot, presets=PRESETS))

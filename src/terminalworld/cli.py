@@ -53,6 +53,7 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
     from terminalworld.pipeline.walltime import WalltimeConfig, print_walltimes
     from terminalworld.report.probe import CompareConfig, compare_main
     from terminalworld.report.site import DocsBuildConfig, build_docs
+    from terminalworld.report.verify import VerifyConfig, print_verify
     from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
     from terminalworld.sim.probes import ProbesConfig, make_probes
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
@@ -83,6 +84,12 @@ def _commands() -> list[tuple[tuple[str, ...], str, type, Callable[[Any], object
             agent_eval,
         ),
         (("docs", "build"), "the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
+        (
+            ("docs", "verify"),
+            "recompute a committed snapshot's reports from its rows and compare every figure",
+            VerifyConfig,
+            print_verify,
+        ),
         (
             ("walltime",),
             "a run's wall time per step and stage, from its steps' timed attempts",

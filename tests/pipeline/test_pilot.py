@@ -53,6 +53,31 @@ def test_the_plan_prints_every_step_with_its_cost_and_starts_nothing(tmp_path, m
     assert not any(d.startswith(("alone", "alone,")) or d[0].islower() for d in pilot.DEPARTURES)
 
 
+def test_the_plan_puts_the_runs_wall_time_so_far_beside_its_estimates(tmp_path):
+    from terminalworld.core.records import write_json
+
+    pilot = load_experiment("pilot")
+    p = pilot.Pilot()
+    graph = pilot.build(p)
+    prefix = tmp_path / "prefix"
+    assert "this run so far" not in pilot.plan_text(p, graph, str(prefix))  # nothing timed yet
+    for step, seconds, state in [
+        ("checkpoints/terminalworld/full-x1-s1", 1500.0, "done"),
+        ("probe-eval/probe_base", 2760.0, "done"),
+        ("probe-eval/probe_full-x1-s1", 600.0, "running"),
+    ]:
+        record = {"started": "2026-12-06T10:00:00+00:00", "seconds": seconds, "state": state}
+        write_json(str(prefix / step / p.version / ".wall" / "20261206T100000000000-1.json"), record)
+    text = pilot.plan_text(p, graph, str(prefix))
+    stages = {
+        w[0]: w[1:] for w in map(str.split, text.splitlines()) if len(w) > 1 and (w[1][0].isdigit() or w[1] == "-")
+    }
+    assert stages["sft"][0] == "25m" and stages["score"][:2] == ["56m", "8h"]  # measured, then the estimates
+    assert stages["agent"][0] == "-"  # not begun
+    assert "this run so far: 2 steps finished, 1 started and not finished" in text
+    assert text.splitlines()[-1] == pilot.SHRINK[-1]
+
+
 @pytest.mark.slow_ci
 def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
@@ -175,16 +200,37 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     assert "The scale axis" in report and "steps of a fix" in report and "Departures from the write-up" in report
     assert "What each scale trained on" in report and "headline: read + predict" in report
     # The docs site's Pilot page, from this run's report, built strictly.
+    # Built as the finished run's is: through a snapshot of the report with its rows, which every
+    # figure of `pilot.json` and `metrics.json` is then recomputed from (`report.verify`).
     from terminalworld.report.site import DocsBuildConfig, build_docs
+    from terminalworld.report.verify import verify_snapshot
     from tests.conftest import REPO_ROOT
     from tests.report.conftest import copy_docs, mkdocs_build
 
-    docs = copy_docs(tmp_path / "site-src")
+    docs, snap = copy_docs(tmp_path / "site-src"), tmp_path / "snapshot"
     build_docs(
         DocsBuildConfig(
-            results=[graph.report.path()], out=str(docs), checkout=str(REPO_ROOT), repo_url="https://example.org/tw"
+            results=[graph.report.path()],
+            out=str(docs),
+            checkout=str(REPO_ROOT),
+            repo_url="https://example.org/tw",
+            snapshot=str(snap),
         )
     )
+    [again] = verify_snapshot(str(snap))
+    assert (again["status"], again["compared"], again["kept"]) == (
+        "recomputed",
+        ["pilot.json", "metrics.json"],
+        ["training", "walltime"],
+    )
+    assert "walltime: stages are the sums of their steps" in again["checked"]
+    from terminalworld.report.pilot import readme_summary
+
+    summary = readme_summary(doc, "docs/snapshots/pilot-reduced")
+    assert all(f"{f['finding']}: {f['verdict']}." in summary for f in over["findings"])
+    assert "Wall time per stage" in summary and "· total " in summary
+    rows = json.loads((snap / "snapshot.json").read_text())["rows"]
+    assert {r.split("/")[0] for r in rows} == {"agent-eval", "heldout", "probe-eval", "sim-eval", "terminalworld"}
     page = (docs / "results" / "pilot.md").read_text()
     assert "The scale axis" in page and "steps of a fix" in page and "Env PPL by context depth" in page
     assert "The write-up's findings" in page and "Opposite directions" in page and "Superseded" not in page

@@ -66,6 +66,35 @@ def _write(prefix, step, version, name, record):
     (folder / name).write_text(json.dumps(record))
 
 
+def test_a_stopped_attempt_does_not_count_the_time_it_was_stopped(tmp_path):
+    out = tmp_path / "checkpoints" / "full-x3" / "v1"
+    child = textwrap.dedent(
+        """
+        import sys, time
+        from terminalworld.pipeline.walltime import attempt
+        with attempt(sys.argv[1], beat=0.1, stop_after=0.5):
+            print("in", flush=True)
+            sys.stdin.readline()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child, str(out)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "in"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(3.0)
+        proc.send_signal(signal.SIGCONT)
+        time.sleep(0.5)
+        proc.communicate("\n", timeout=30)
+    finally:
+        proc.kill()
+    (record,) = _records(out)
+    # About 1 s of work around 3 s stopped: the stop is kept apart, one beat of it counted.
+    assert record["state"] == "done" and 2.6 <= record["stopped"] <= 3.5 and 0.8 <= record["seconds"] <= 1.8
+
+
 def test_a_runs_walltimes_sum_each_steps_attempts_by_stage(tmp_path):
     v = "2026.12.06.2"
     for step, version, name, started, seconds, state in [
@@ -103,6 +132,32 @@ def test_a_runs_walltimes_sum_each_steps_attempts_by_stage(tmp_path):
         ("score", 2742.3),
         ("agent", 60.0),
     ]
+
+
+def test_each_attempt_keeps_the_load_it_ran_under_and_a_stage_its_weighted_mean(tmp_path):
+    out = tmp_path / "sim-eval" / "tier1" / "base" / "v1"
+    with attempt(str(out), beat=60):
+        pass
+    (record,) = _records(out)
+    assert record["load"] >= 0 and record["cpus"] == os.cpu_count()
+    v = "v2"
+    for step, name, seconds, load in [
+        ("probe-eval/probe_a", "a.json", 100.0, 1.0),
+        ("probe-eval/probe_a", "b.json", 300.0, 3.0),
+        ("probe-eval/probe_b", "a.json", 600.0, None),  # written before attempts kept their load
+    ]:
+        extra = {} if load is None else {"load": load, "cpus": 2}
+        started = "2026-12-06T01:00:00+00:00" if name == "b.json" else "2026-12-06T00:00:00+00:00"
+        record = {"started": started, "seconds": seconds, "state": "done"}
+        _write(tmp_path, step, v, name, record | extra)
+    rows = run_walltimes(str(tmp_path), v)
+    assert [r.get("load") for r in rows] == [2.5, None]  # (100 x 1 + 300 x 3) / 400
+    assert stage_walltimes(rows) == [{"stage": "score", "seconds": 1000.0, "load": 2.5}]
+    from terminalworld.report.pilot import walltime_blocks
+    from terminalworld.report.tables import to_markdown
+
+    table = to_markdown(walltime_blocks({"steps": rows, "stages": stage_walltimes(rows)}))
+    assert "| stage | steps | attempts | wall time | mean load |" in table and "| score | 2 | 3 | 17m | 2.5 |" in table
 
 
 def test_every_step_name_of_every_plan_is_within_the_glob_depth():

@@ -98,3 +98,43 @@ def test_the_pilot_report_over_seeds_from_rows(tmp_path):
     text = "\n".join(page.lines)
     assert "### The write-up's findings" in text and "Between-seed spread" in text
     assert "Opposite directions: the probe against the agent grade" in text
+    # One verdict per finding, by the fixed rule: no second, untested verdict from one seed's medians.
+    assert "findings on these numbers" not in text and "findings on these numbers" not in md
+    # Finding (1) drawn: every arm and seed against scale, once, beside the probe's tables over seeds.
+    assert (out / "scale_curves.png").stat().st_size > 10_000
+    assert text.count("scale_curves.png") == 1
+    assert text.index("The probe per arm, scale and seed") < text.index("scale_curves.png") < text.index("ppl_")
+
+
+def test_the_readme_summary_quotes_each_verdict_its_statistics_and_the_wall_time():
+    from terminalworld.report.pilot import readme_summary
+
+    part = {
+        "claim": "(b) predicts observations better than (a) at x9",
+        "verdict": "holds",
+        "statistic": "Wilcoxon p, mean log PPL ratio",
+        "p": 0.0123,
+        "effect": 0.25,
+        "seed_effects": {"s1": 0.2, "s2": 0.3},
+    }
+    doc = {
+        "seeds": {"findings": [{"finding": "(1) observations", "verdict": "holds", "parts": [part]}]},
+        "walltime": {"stages": [{"stage": "record", "seconds": 1740.0}, {"stage": "sft", "seconds": 22_380.0}]},
+    }
+    assert readme_summary(doc, "docs/snapshots/pilot-2026.12.06.2") == (
+        "Pilot II's findings (version `2026.12.06.2`, its rows committed in "
+        "[`docs/snapshots/pilot-2026.12.06.2`](docs/snapshots/pilot-2026.12.06.2/); the rule that decides each, "
+        "fixed before the run, is on the [Pilot](docs/pilot.md) page):\n\n"
+        "- **(1) observations: holds.**\n"
+        "    - (b) predicts observations better than (a) at x9: holds (Wilcoxon p, mean log PPL ratio: "
+        "pooled p = 0.0123, effect 0.250; per seed s1: 0.200, s2: 0.300)\n\n"
+        "Wall time per stage, summed over every attempt of the resumed run: record 29m · sft 6h 13m · total 6h 42m.\n"
+    )
+
+
+def test_a_tiny_effect_is_shown_by_its_significant_digits_not_as_zero():
+    from terminalworld.report.seeds_tables import findings_lines
+
+    part = {"claim": "c", "verdict": "cannot be told at this size", "p": 0.195, "effect": -0.000476}
+    text = findings_lines([{"finding": "f", "verdict": "v", "parts": [part | {"seed_effects": {"s1": 0.0}}]}])
+    assert "pooled p = 0.195, effect -0.000476; per seed s1: 0.000)" in text

@@ -4,6 +4,11 @@ has a true wall time per step and per stage (the pilot's page and the README quo
 `attempt(out)` keeps `{out}/.wall/<start>-<pid>.json` (when it started, its seconds so far, and
 `running`, `done` or `failed`), rewritten when it starts, every `BEAT` seconds and when it ends: an
 attempt killed without warning keeps its last beat, so at most `BEAT` seconds of it go uncounted.
+A beat that comes more than `STOP_AFTER` seconds (and two beats) after the last means the process
+was stopped (SIGSTOP, a suspended machine) rather than working: all but one beat of that gap is
+left out of its seconds and kept apart as `stopped`, so pausing a run does not lengthen its steps.
+Each record also keeps the mean 1-minute load average over its beats (`load`, beside `cpus`), so a
+step slowed by a shared machine says so.
 `run_walltimes` gathers one run's attempts (a prefix and a version) into a row per step;
 `terminalworld walltime --prefix P --version V` prints them while the run goes on.
 """
@@ -26,6 +31,7 @@ from terminalworld.options import option
 
 WALL_DIR = ".wall"
 BEAT = 60.0
+STOP_AFTER = 30.0  # seconds between beats past which it was a stop (a busy machine delays a wakeup by seconds)
 STATES = ("running", "done", "failed")
 
 # A step's stage, by the first part of its name (the plan's stage words); the rest make the data.
@@ -43,23 +49,34 @@ def stage_of(step: str) -> str:
 
 
 @contextlib.contextmanager
-def attempt(out: str, beat: float = BEAT) -> Iterator[None]:
+def attempt(out: str, beat: float = BEAT, stop_after: float = STOP_AFTER) -> Iterator[None]:
     """Time one attempt at the step whose output folder is `out` (see the module's docstring)."""
     from terminalworld.core.records import write_json
 
     started = datetime.now(UTC)
     t0 = time.monotonic()
     path = posixpath.join(out.rstrip("/"), WALL_DIR, f"{started:%Y%m%dT%H%M%S%f}-{os.getpid()}.json")
+    clock = {"last": t0, "stopped": 0.0}
+    loads: list[float] = []  # the 1-minute load average at each beat: was the machine shared?
+    lock = threading.Lock()
 
     def write(state: str) -> None:
-        write_json(
-            path,
-            {
+        with lock:
+            now = time.monotonic()
+            if (gap := now - clock["last"]) > max(2 * beat, stop_after):  # stopped: count one beat of it
+                clock["stopped"] += gap - beat
+            clock["last"] = now
+            record = {
                 "started": started.isoformat(timespec="seconds"),
-                "seconds": round(time.monotonic() - t0, 1),
+                "seconds": round(now - t0 - clock["stopped"], 1),
                 "state": state,
-            },
-        )
+            }
+            if clock["stopped"]:
+                record["stopped"] = round(clock["stopped"], 1)
+            with contextlib.suppress(OSError):
+                loads.append(os.getloadavg()[0])
+                record |= {"load": round(sum(loads) / len(loads), 2), "cpus": os.cpu_count()}
+        write_json(path, record)
 
     stop = threading.Event()
 
@@ -115,26 +132,38 @@ def run_walltimes(prefix: str, version: str) -> list[dict[str, Any]]:
     rows = []
     for step, records in sorted(attempts.items()):
         records.sort(key=lambda r: r["started"])
-        rows.append(
-            {
-                "step": step,
-                "stage": stage_of(step),
-                "attempts": len(records),
-                "seconds": round(sum(r["seconds"] for r in records), 1),
-                "finished": records[-1]["state"] == "done",
-            }
-        )
+        row = {
+            "step": step,
+            "stage": stage_of(step),
+            "attempts": len(records),
+            "seconds": round(sum(r["seconds"] for r in records), 1),
+            "finished": records[-1]["state"] == "done",
+        }
+        if load := mean_load(records):
+            row["load"] = load
+        rows.append(row)
     return rows
+
+
+def mean_load(records: list[dict[str, Any]]) -> float | None:
+    """The load average over the records that kept one, weighted by their seconds (None if none did)."""
+    kept = [(r["seconds"], r["load"]) for r in records if isinstance(r.get("load"), int | float) and r["seconds"] > 0]
+    total = sum(s for s, _ in kept)
+    return round(sum(s * x for s, x in kept) / total, 2) if total else None
 
 
 def stage_walltimes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Seconds per stage over `run_walltimes` rows, as rows in the pipeline's order (`STAGES`; a
     list, so the order survives JSON written with sorted keys)."""
-    return [
-        {"stage": stage, "seconds": round(sum(r["seconds"] for r in rows if r["stage"] == stage), 1)}
-        for stage in STAGES
-        if any(r["stage"] == stage for r in rows)
-    ]
+    out = []
+    for stage in STAGES:
+        mine = [r for r in rows if r["stage"] == stage]
+        if mine:
+            row = {"stage": stage, "seconds": round(sum(r["seconds"] for r in mine), 1)}
+            if load := mean_load(mine):
+                row["load"] = load
+            out.append(row)
+    return out
 
 
 def run_of(out: str, step: str) -> tuple[str, str]:
@@ -163,7 +192,10 @@ def print_walltimes(cfg: WalltimeConfig) -> int:
     width = max(len(r["step"]) for r in rows) + 2
     for r in rows:
         state = "done" if r["finished"] else "not finished"
-        print(f"{r['step']:<{width}}{r['stage']:<8}{r['attempts']:>3} attempts {hours(r['seconds']):>9}  {state}")
+        load = f"load {r['load']:.1f}" if "load" in r else ""
+        print(
+            f"{r['step']:<{width}}{r['stage']:<8}{r['attempts']:>3} attempts {hours(r['seconds']):>9}  {load:<9} {state}"
+        )
     stages = stage_walltimes(rows)
     total = sum(s["seconds"] for s in stages)
     print("\n" + "  ".join(f"{s['stage']} {hours(s['seconds'])}" for s in stages) + f"  total {hours(total)}")

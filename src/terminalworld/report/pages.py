@@ -90,6 +90,7 @@ def read_json_at(*parts: str) -> Any:
 
 
 _PLOTS = {
+    "scale_curves.png": "Read + predict token-weighted PPL against SFT scale, per arm and seed (95 % intervals)",
     "ppl_distribution.png": "Per-trajectory env-token PPL of each model (log scale)",
     "paired_vs_base.png": "Per-trajectory PPL against the base model's (below the diagonal: better than base)",
     "depth_curves.png": "Token-weighted env-token PPL by observation depth",
@@ -100,13 +101,14 @@ _PLOTS = {
 }
 
 
-def probe_page(report: Artifact, page: Page, assets: str) -> None:
-    """The probe's tables (`probe.probe_blocks` of `metrics.json`, as in its `report.md`) and plots."""
+def probe_page(report: Artifact, page: Page, assets: str, shown: tuple[str, ...] = ()) -> None:
+    """The probe's tables (`probe.probe_blocks` of `metrics.json`, as in its `report.md`) and plots
+    (but those the page has `shown` already)."""
     from terminalworld.report.probe import probe_blocks
 
     page.put(*probe_blocks(read_json_at(report.path, "metrics.json")))
     for name in sorted(report.files(), key=lambda n: list(_PLOTS).index(n) if n in _PLOTS else len(_PLOTS)):
-        if name.endswith(".png"):
+        if name.endswith(".png") and name not in shown:
             page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS.get(name, name))
 
 
@@ -135,20 +137,23 @@ def pilot_page(report: Artifact, page: Page, assets: str) -> None:
     agent grade's steps of a fix (from `pilot.json`), the depth curve, the departures from the
     write-up, then the probe page's tables, agent and simulator grades and plots."""
     from terminalworld.report.depth import depth_blocks
-    from terminalworld.report.pilot import seeds_blocks, walltime_blocks
+    from terminalworld.report.pilot import SCALE_PLOT, seeds_blocks, walltime_blocks
     from terminalworld.report.scale import scale_blocks
 
     doc = read_json_at(report.path, "pilot.json")
+    shown = (SCALE_PLOT,) if SCALE_PLOT in report.files() else ()
     if over_seeds := doc.get("seeds"):
         page.put(*seeds_blocks(over_seeds))
-    page.put(*scale_blocks(doc["scale_axis"], doc["findings"], doc["process"]))
+        for name in shown:
+            page.image(posixpath.join(report.path, name), f"{assets}/{name}", _PLOTS[name])
+    page.put(*scale_blocks(doc["scale_axis"], [] if over_seeds else doc["findings"], doc["process"]))
     if curve := doc.get("depth_curve"):
         page.put(*depth_blocks(curve, doc.get("depth_scope"), doc.get("depth_composition")))
     if walltime := doc.get("walltime"):
         page.put(*walltime_blocks(walltime))
     page.put(Heading("Departures from the write-up"), "\n".join(f"- {d}" for d in doc["departures"]))
     page.put(Heading("The probe, agent and simulator tables"))
-    probe_page(report, page, assets)
+    probe_page(report, page, assets, shown)
 
 
 PILOT = ReportType(

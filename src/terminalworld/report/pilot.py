@@ -15,7 +15,7 @@ from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
 from terminalworld.pipeline.artifacts import PILOT_REPORT
 from terminalworld.pipeline.cost import hours
-from terminalworld.pipeline.walltime import run_of, run_walltimes, stage_walltimes
+from terminalworld.pipeline.walltime import mean_load, run_of, run_walltimes, stage_walltimes
 from terminalworld.report.depth import depth_blocks, depth_composition, depth_curve, depth_scope
 from terminalworld.report.ladder import ladder_blocks, ladder_table
 from terminalworld.report.probe import write_comparison
@@ -80,8 +80,12 @@ def write_pilot_report(cfg: PilotReportConfig) -> str:
     graded = {cfg.grades_level: dict(cfg.grades), **(cfg.ladder or {})}
     on_trials = {level: {n: from_trials(p) for n, p in by_model.items()} for level, by_model in graded.items()}
     over_seeds = seed_report(cfg, results, on_trials) if cfg.seeds else None
+    if over_seeds:
+        scale_plot(over_seeds["probe"], cfg, out)
     blocks: list[Block] = seeds_blocks(over_seeds) if over_seeds else []
-    blocks += [*scale_blocks(axis, found, process), *ladder_blocks(on_ladder)]
+    # Over seeds, the findings are decided once, by the fixed rule (`report.verdict`): the first seed's
+    # scale axis stays as a table, without the untested direction-only verdicts it once carried.
+    blocks += [*scale_blocks(axis, [] if over_seeds else found, process), *ladder_blocks(on_ladder)]
     if depth:
         blocks += depth_blocks(depth, depth_scope(results, common), depth_composition(results, common))
     if training:
@@ -188,6 +192,54 @@ def seed_report(
     }
 
 
+SCALE_PLOT = "scale_curves.png"
+
+
+def scale_plot(probe: dict[str, Any], cfg: PilotReportConfig, out: str) -> str | None:
+    """Finding (1) at a glance: each arm's read + predict token-weighted PPL (95 % bootstrap
+    interval) against its scale, one line per seed (solid, then dashed), with the base and its
+    control as horizontal lines; returns the path, or None when no checkpoint has a headline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from terminalworld.report import seeds
+    from terminalworld.report.figures import log_axis, model_colors, save_plot
+
+    by_name = {m["name"]: m["headline"] for m in probe["models"] if m["headline"].get("token_weighted_ppl")}
+    colors = model_colors([cfg.base, *cfg.arms])
+    lines = [(arm, seed) for arm in cfg.arms for seed in cfg.seeds]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    drawn = False
+    for n, (arm, seed) in enumerate(lines):
+        at = [(i, c) for i, s in enumerate(cfg.scale_names) if (c := by_name.get(seeds.checkpoint(arm, s, seed)))]
+        if not at:
+            continue
+        dodge = 0.04 * (n - (len(lines) - 1) / 2)  # each line's intervals beside the others', not on them
+        y = [c["token_weighted_ppl"] for _, c in at]
+        ci = [c.get("tw_ci95") or [v, v] for v, (_, c) in zip(y, at, strict=True)]
+        err = [[v - lo for v, (lo, _) in zip(y, ci, strict=True)], [hi - v for v, (_, hi) in zip(y, ci, strict=True)]]
+        style = "o-" if seed == cfg.seeds[0] else "o--"
+        ax.errorbar(
+            [i + dodge for i, _ in at], y, yerr=err, fmt=style, capsize=3, color=colors[arm], label=f"{arm} {seed}"
+        )
+        drawn = True
+    for name, style in ((cfg.base, ":"), (cfg.control, "-.")):
+        if name and (h := by_name.get(name)):
+            ax.axhline(h["token_weighted_ppl"], ls=style, color="grey", lw=1, label=name)
+    if not drawn:
+        plt.close(fig)
+        return None
+    ax.set_xticks(range(len(cfg.scale_names)), cfg.scale_names)
+    ax.set_xlabel("SFT scale (nested, each the next's first steps)")
+    log_axis(ax.yaxis)
+    ax.set_ylabel("token-weighted PPL, read + predict")
+    ax.set_title("The probe against SFT scale, per arm and seed", fontsize=10)
+    ax.legend(fontsize=7, ncol=2)
+    return save_plot(fig, out, SCALE_PLOT)
+
+
 def seeds_blocks(doc: dict[str, Any]) -> list[Block]:
     """The report over seeds as blocks: the findings first, then the probe and the ladder."""
     from terminalworld.report import seeds_tables
@@ -237,20 +289,54 @@ def training_blocks(training: dict[str, dict[str, Any]], scales: list[str]) -> l
     return [*blocks, Table([*columns, "untrained pieces left out", "failed"], rows, "lrrrrrl")]
 
 
+def readme_summary(doc: dict[str, Any], snapshot: str) -> str:
+    """What the README quotes of a pilot run, from its `pilot.json` as committed in `snapshot` (a
+    repository path): each finding's verdict with the statistic that decides each part, and the
+    wall time per stage. The claims test checks the README holds exactly this for the committed
+    snapshot, so every figure it quotes is one `terminalworld docs verify` recomputes."""
+    from terminalworld.report.seeds_tables import findings_lines
+
+    version = posixpath.basename(snapshot.rstrip("/")).removeprefix("pilot-")
+    parts = [
+        f"Pilot II's findings (version `{version}`, its rows committed in [`{snapshot}`]({snapshot}/); "
+        "the rule that decides each, fixed before the run, is on the [Pilot](docs/pilot.md) page):",
+        "",
+        findings_lines(doc["seeds"]["findings"]),
+    ]
+    if wall := doc.get("walltime"):
+        stages = " · ".join(f"{s['stage']} {hours(s['seconds'])}" for s in wall["stages"])
+        total = hours(sum(s["seconds"] for s in wall["stages"]))
+        parts += ["", f"Wall time per stage, summed over every attempt of the resumed run: {stages} · total {total}."]
+    return "\n".join(parts) + "\n"
+
+
 def walltime_blocks(doc: dict[str, Any]) -> list[Any]:
     """The run's wall time per stage (and the steps not finished when it was read), as report blocks."""
     steps = doc["steps"]
+    loaded = any("load" in s for s in doc["stages"])
     rows = []
     for stage in doc["stages"]:
         mine = [s for s in steps if s["stage"] == stage["stage"]]
         rows.append([stage["stage"], len(mine), sum(s["attempts"] for s in mine), hours(stage["seconds"])])
+        rows[-1] += [_load(stage.get("load"))] if loaded else []
     total = sum(s["seconds"] for s in doc["stages"])
     rows.append(["total", len(steps), sum(s["attempts"] for s in steps), hours(total)])
+    rows[-1] += [_load(mean_load(doc["stages"]))] if loaded else []
     open_steps = [s["step"] for s in steps if not s["finished"]]
     note = (
         "Wall time from each step's own timed attempts (`pipeline.walltime`), summed over the attempts "
         "a stopped run resumed, on the machine that ran it; the stops between attempts are not counted."
     )
+    if loaded:
+        note += (
+            " Mean load is the 1-minute load average over the attempts' heartbeats, weighted by their time (— where"
+            " an attempt predates it): above the machine's cores, the stage shared them and ran slower than alone."
+        )
     if open_steps:
         note += " Not finished when the report was written: " + ", ".join(f"`{s}`" for s in open_steps) + "."
-    return [Heading("Wall time per stage"), note, Table(["stage", "steps", "attempts", "wall time"], rows, "lrrr")]
+    columns = ["stage", "steps", "attempts", "wall time", *(["mean load"] if loaded else [])]
+    return [Heading("Wall time per stage"), note, Table(columns, rows, "lrrr" + "r" * loaded)]
+
+
+def _load(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"

@@ -17,25 +17,38 @@ def _p(p: float | None) -> str:
     return "—" if p is None else f"{p:.3g}"
 
 
-def findings_blocks(found: list[dict[str, Any]], needed: list[str]) -> list[Block]:
-    """The findings in plain words: each verdict, its parts and the statistic that decides each."""
+def _effect(x: float | None) -> str:
+    """An effect to 3 decimals, or to 3 significant digits when that would show it as 0.000."""
+    if x is None or x == 0 or abs(x) >= 0.0005:
+        return fixed(x, 3)
+    return f"{x:.3g}"
+
+
+def findings_lines(found: list[dict[str, Any]]) -> str:
+    """Each finding's verdict, then each part's with the statistic that decides it, as a markdown
+    list (the Pilot page's and the README's)."""
     lines = []
     for f in found:
         lines.append(f"- **{f['finding']}: {f['verdict']}.**")
         for p in f["parts"]:
-            seeds = ", ".join(f"{s}: {fixed(e, 3)}" for s, e in p["seed_effects"].items()) or "not graded"
+            seeds = ", ".join(f"{s}: {_effect(e)}" for s, e in p["seed_effects"].items()) or "not graded"
             stat = p.get("statistic", "no test")
             lines.append(
                 f"    - {p['claim']}: {p['verdict']} ({stat}: pooled p = {_p(p['p'])}, effect "
-                f"{fixed(p['effect'], 3)}; per seed {seeds})"
+                f"{_effect(p['effect'])}; per seed {seeds})"
             )
+    return "\n".join(lines)
+
+
+def findings_blocks(found: list[dict[str, Any]], needed: list[str]) -> list[Block]:
+    """The findings in plain words: each verdict, its parts and the statistic that decides each."""
     rule = (
         "The rule, fixed in code before the run (`report.verdict`): a part holds when the pooled paired test "
         "(unit x seed) has p < 0.05 in the stated direction and both seeds' effects have that sign; it does "
         "not hold when p < 0.05 in the opposite direction with both seeds agreeing; otherwise it cannot be "
         "told at this size. A finding holds when every part holds and does not hold when any part does not."
     )
-    blocks: list[Block] = [Heading("The write-up's findings"), rule, "\n".join(lines)]
+    blocks: list[Block] = [Heading("The write-up's findings"), rule, findings_lines(found)]
     if needed:
         blocks += [
             "What a GPU or TPU run would need to settle what this one cannot:",

@@ -31,9 +31,18 @@ SNAPSHOT_MANIFEST = "snapshot.json"
 SNAPSHOT_MAX_BYTES = 2 << 20  # a snapshot is committed: a report's own files are small JSON and plots
 # The rows a page's numbers are computed from travel with the snapshot, gzip-compressed: the files of
 # these upstream artifacts (held-out rows, per-checkpoint scores at every depth, agent trials,
-# simulator rows, probe rows). Budget, stated on docs/evaluation.md: 24 MiB compressed per snapshot.
-# `sim-ppl-eval/` is the scores' name in snapshots committed before the probe's artifacts were renamed.
-ROW_ARTIFACTS = ("heldout/", "probe-eval/", "sim-ppl-eval/", "agent-eval/", "sim-eval/", "terminalworld/probes")
+# simulator rows, probe rows, ECHO's arms). Budget, stated on docs/evaluation.md: 24 MiB compressed
+# per snapshot. `sim-ppl-eval/` is the scores' name in snapshots committed before the probe's
+# artifacts were renamed.
+ROW_ARTIFACTS = (
+    "heldout/",
+    "probe-eval/",
+    "sim-ppl-eval/",
+    "agent-eval/",
+    "sim-eval/",
+    "terminalworld/probes",
+    "terminalworld/echo/",
+)
 ROW_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".txt", ".log", ".diff", ".patch")
 SNAPSHOT_ROWS_BUDGET = 24 << 20
 # Files the host writes about a Harbor job (not session text), whose machine paths are all renamed.
