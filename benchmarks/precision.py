@@ -13,9 +13,10 @@
 - SFT: a real Levanter SFT run from SmolLM2's weights at a short sequence, per mixed-precision
   policy (f32 against Marin's p=f32,c=bfloat16), Levanter's own tokens/s of its last step.
 
-Every figure carries the 1-minute load average it was measured under: the machine is shared. `--only`
-remeasures one part into the same results file (the committed file's scoring part is such a rerun,
-on 6 rows of up to 1,024 tokens; its generation and SFT parts come from the first, full run).
+Every figure carries the 1-minute load average it was measured under: on 2 cores a second busy
+process changes the ratios (an earlier run at load 13-20 gave SFT 1.10x and scoring 1.24x, against
+1.42x and 1.57x quiet). The committed file is one full run on quiet cores (load 0.9-1.6). `--only`
+remeasures one part into the same results file.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ scores only rows within that window (`window=seq_len`; longer rows are skipped w
 a trajectory longer than the window is split into pieces of at most 8,191 tokens (nothing is cut),
 and the report counts the trajectories split, the real tokens and loss tokens of every scale.
 
-**The recipe, revised before the run (2026.12.06.2)**, each change for a reason:
+**The recipe, revised before the run (2026.12.06.2, SFT precision 2026.12.06.3)**, each change for a reason:
 - *Two seeds per arm* (`seeds`): each seed is a full set of nested scales of its own run, with its own
   data order (Levanter's permutation of the same packed sequences, keyed by the seed: a continued
   run keeps it) and its own sampled agent attempts; one seed cannot tell the scale effect from the
@@ -43,6 +43,10 @@ and the report counts the trajectories split, the real tokens and loss tokens of
   training repos' own source files as plain text, every token in the loss; `train.plain_text`)
   and scored on the same rows, so "beats the base" reads against the dequantised model recovering.
 - *Enough probe targets*: 64 held-out rows, so that at least 40 read + predict targets are scored.
+- *SFT in Marin's mixed precision* (`sft_mp`, 2026.12.06.3): measured on quiet cores, Levanter's
+  steps under p=f32,c=bfloat16 ran 1.42x float32's tokens/s (the earlier 1.10x was taken on a
+  shared machine); scoring and generation stay float32, where bf16 misses the agreement bound or
+  decodes slower. The run restarted from its first step under the new version.
 - *Sized for about 12 hours* (`BUDGET_H`) by the stated shrink order (`SHRINK`), never below the
   floors written beside it; where the floors alone exceed the budget, the plan says so with the
   estimate (on 2 cores quiet they do: the agent grade and the probe at their floors exceed it).
@@ -68,7 +72,7 @@ from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
 from terminalworld.sim.steps import Decoding, DecodingIn, DecodingOn
 from terminalworld.train import steps as train
-from terminalworld.train.sft import FLOAT32, MARIN_PRECISION, ShuffledSftRecipe
+from terminalworld.train.sft import MARIN_PRECISION, ShuffledSftRecipe
 
 ARMS = ("assistant", "full", "user")
 
@@ -161,8 +165,9 @@ class Pilot:
     # 8,192-token window, split trajectories and the trained-window probe (the first pilot, superseded,
     # ran 2026.12.04.1); 2026.12.06.1: the revised recipe (two seeds, the base control, the ladder's two
     # levels, sized to the floors; see "The recipe, revised" in the module's docstring); .2: 80
-    # held-out rows (see heldout_n), before any checkpoint was scored
-    version: str = "2026.12.06.2"
+    # held-out rows (see heldout_n), before any checkpoint was scored; .3: SFT in Marin's mixed
+    # precision (see sft_mp), a run restarted from its first step
+    version: str = "2026.12.06.3"
     base: str = "smollm2"  # SmolLM2-135M-Instruct's Q4_1 GGUF dequantised to float32 (an HF folder or asset name)
     tokenizer: str = "smollm2"  # the base's own tokenizer and ChatML template
     # Corpus: exploration trajectories plus solving episodes; observations capped at 2,000 characters
@@ -229,11 +234,12 @@ class Pilot:
     loop_wrong_share: float = 0.5
     sim: Decoding = field(default_factory=lambda: Decoding(max_new_tokens=64))
     device: Literal["cpu", "cuda"] = "cpu"
-    # Precision, chosen by measurement (`BF16_RATIOS`): on 2 cores without AMX, bf16 compute gave
-    # SFT 1.10x, within the shared machine's noise; bf16 weights scored 1.24x faster but moved a
-    # row's mean NLL by 0.0092 nats, outside `core.precision.BOUND`, and generated new tokens 0.83x
-    # as fast. So the CPU preset keeps float32; the GPU preset trains in Marin's policy.
-    sft_mp: str = FLOAT32
+    # Precision, chosen by measurement on quiet cores (`BF16_RATIOS`): on 2 cores without AMX, SFT
+    # under Marin's p=f32,c=bfloat16 ran 1.42x float32's tokens/s, so the CPU preset trains in it as
+    # the GPU preset does (parameters and optimizer state stay float32); bf16 weights scored 1.57x
+    # faster but moved a row's mean NLL by 0.0094 nats, outside `core.precision.BOUND`, and decoded
+    # new tokens 0.71x as fast, so scoring and generation stay float32.
+    sft_mp: str = MARIN_PRECISION
     precision: Literal["float32", "bfloat16"] = "float32"  # scoring and generation (core.precision)
     workers: int = 2
     shard_rows: int = 20
@@ -257,7 +263,6 @@ PRESETS = {
         probes=40,
         loop_tasks=12,
         device="cuda",
-        sft_mp=MARIN_PRECISION,
     ),
 }
 
