@@ -140,18 +140,24 @@ GPU = Throughput(
     source="assumed, not measured (conservative for a 135M model on one H200)",
 )
 # bfloat16 over float32 on these 2 cores (AVX512-BF16, no AMX), measured side by side by
-# benchmarks/precision.py (benchmarks/results/precision.json) at 1-minute load 13-20: scoring real
-# rows with bf16 weights 1.24x (24.1 against 19.5 tokens/s, 6 rows, two threads); one-thread generation after a 1,400-token prompt: prefill 1.69x
-# (11.9 against 20.2 s), new tokens 0.83x (3.5 against 4.2 tokens/s); Levanter SFT steps of 1,024
-# tokens under p=f32,c=bfloat16 against f32: 1.10x (19.7 against 17.9 tokens/s, two runs one after
-# the other). The column applies these ratios to the quiet figures.
-BF16_RATIOS = {"sft": 1.10, "score": 1.24, "prefill": 1.69, "generate": 0.83}
+# benchmarks/precision.py on quiet cores (benchmarks/results/precision.json, 1-minute load 0.9-1.6):
+# scoring real rows with bf16 weights 1.57x (791 against 505 tokens/s, 6 rows of up to 1,699 tokens,
+# two threads); one-thread generation after a 1,400-token prompt: prefill 1.58x (3.2 against 5.0 s),
+# new tokens 0.71x (10.0 against 14.1 tokens/s); Levanter SFT steps of 1,024 tokens under
+# p=f32,c=bfloat16 against f32: 1.42x (126.9 against 89.7 tokens/s, one run each, one after the other).
+BF16_RATIOS = {"sft": 1.42, "score": 1.57, "prefill": 1.58, "generate": 0.71}
 CPU_BF16 = CPU_QUIET.scaled(
     name="2 cores bf16",
     source="the quiet figures times bf16's measured ratios over float32 (benchmarks/results/precision.json)",
     **BF16_RATIOS,
 )
-MACHINES = [CPU_QUIET, CPU_SHARED, CPU_BF16, GPU]
+# The CPU preset's own column: SFT in Marin's mixed precision, scoring and generation in float32.
+CPU_SFT_BF16 = CPU_QUIET.scaled(
+    name="2 cores, SFT bf16",
+    source="the quiet figures with SFT times bf16's measured ratio (benchmarks/results/precision.json)",
+    sft=BF16_RATIOS["sft"],
+)
+MACHINES = [CPU_QUIET, CPU_SFT_BF16, CPU_SHARED, CPU_BF16, GPU]
 
 
 @dataclass(frozen=True)
@@ -613,15 +619,22 @@ def budget_note(costs: dict[str, Work], column: Throughput) -> str:
     return "\n".join([f"estimate {hours(total)} on '{column.name}', {verdict}", "shrink order:", *SHRINK])
 
 
+def recipe_column(p: Pilot) -> Throughput:
+    """The quiet CPU column that computes as the recipe does."""
+    if p.precision == "bfloat16":
+        return CPU_BF16
+    return CPU_SFT_BF16 if p.sft_mp == MARIN_PRECISION else CPU_QUIET
+
+
 def plan_text(p: Pilot, graph: PilotGraph, prefix: str) -> str:
     """The plan: each step's estimate per machine, each stage's, and the budget; where `prefix`
     already holds this version's timed attempts, the run's wall time so far per stage beside them."""
     steps = run_walltimes(prefix, p.version)
     so_far = {s["stage"]: s["seconds"] for s in stage_walltimes(steps)} if steps else None
-    column = CPU_BF16 if p.precision == "bfloat16" else CPU_QUIET
+    column = recipe_column(p)
     lines = [
         cost_table(graph.costs, MACHINES) + "\n",
-        projection_table(graph.costs, [CPU_QUIET, CPU_BF16], so_far, "this run so far"),
+        projection_table(graph.costs, [CPU_QUIET, CPU_SFT_BF16, CPU_BF16], so_far, "this run so far"),
     ]
     if steps:
         done = sum(s["finished"] for s in steps)
