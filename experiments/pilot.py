@@ -90,16 +90,15 @@ ARMS = ("assistant", "full", "user")
 #   (one thread; two threads on an oversubscribed machine gave 0.2 tokens/s).
 # The plan shows both; the pilot's wall time lies between them, by how busy the machine is.
 # The agent grade's concurrent sampled attempts decoded together (`core.batching`: each row from its
-# own seeded generator) over the same requests one at a time, measured side by side by
-# benchmarks/sampled_batching.py (benchmarks/results/sampled_batching.json): 4 concurrent 2-turn
-# episodes of 32 tokens at temperature 0.8 after 900-1,300-token prompts, SmolLM2 float32, two
-# threads, two interleaved repeats at 1-minute load 7-8: prompt tokens 1.00x, new tokens 0.90x
-# (every episode's replies identical on both paths). No gain here: the server formed batches of
-# at most 2 (a batch holds only the requests waiting when it starts, and the episodes' requests
-# reached it at different moments), and at this load a batched decode step cost about what its rows
-# cost one at a time. The CPU columns apply the ratio to the agent steps (`Work.rows`); the bf16 column the
-# float32 ratio, unmeasured in bf16.
-BATCHED_ATTEMPTS = {4: Batched(prefill=1.00, generate=0.90)}
+# own seeded generator, a batch gathering all 4 attempts' requests, `agent.serve.GATHER_WINDOW_S`)
+# over the same requests one at a time, measured side by side by benchmarks/sampled_batching.py
+# (benchmarks/results/sampled_batching.json): 4 concurrent 3-turn episodes of 64 tokens at
+# temperature 0.8 after 900-1,700-token prompts, SmolLM2 float32, two threads, three interleaved
+# repeats on quiet cores (1-minute load 1.4-1.6): prompt tokens 0.75x (left-padding prompts of
+# different lengths costs more than it shares), new tokens 1.25x, wall time 1.02x: a tie (every
+# episode's replies identical on both paths). The CPU columns apply the ratios to the agent steps
+# (`Work.rows`); the bf16 column the float32 ratios, unmeasured in bf16.
+BATCHED_ATTEMPTS = {4: Batched(prefill=0.75, generate=1.25)}
 CPU_QUIET = Throughput(
     name="2 cores quiet",
     sft_tokens_per_s=41.0,

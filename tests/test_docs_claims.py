@@ -513,7 +513,7 @@ def _batched_attempts_measured(pilot, recipe, costs) -> bool:
     """The agent steps run the attempts' trials at once and the CPU columns charge them the generation
     ratios committed in benchmarks/results/sampled_batching.json (rounded to two places)."""
     measured = json.loads((REPO_ROOT / "benchmarks" / "results" / "sampled_batching.json").read_text())
-    ratio = measured["batched_ratio_to_one_at_a_time"][str(recipe.concurrent_trials)]
+    ratio = measured["ratio_to_one_at_a_time"]["gathered"][str(recipe.concurrent_trials)]
     batched = pilot.BATCHED_ATTEMPTS[recipe.concurrent_trials]
     agent = [w for n, w in costs.items() if n.startswith("agent ")]
     return (
@@ -529,10 +529,10 @@ SFT_RATE = REPO_ROOT / "benchmarks" / "results" / "pilot_sft_rate.json"  # the p
 
 @cache
 def pilot_projection() -> bool:
-    """The pilot's plan projects 30h 52m on the quiet figures with SFT in bf16 as its recipe trains
-    (33h 34m all in float32, its SFT rate the one measured on its own steps; 13h 32m of it the agent
+    """The pilot's plan projects 29h 43m on the quiet figures with SFT in bf16 as its recipe trains
+    (32h 26m all in float32, its SFT rate the one measured on its own steps; 12h 24m of it the agent
     grade, its 4 concurrent attempts charged at the batched ratio measured in
-    benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 30h 14m
+    benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 27h 39m
     with every bf16 ratio, which neither halve it nor cut its agent grade; two seeds, the base
     control, two ladder levels of 24 tasks with 9 models each."""
     from terminalworld.pipeline.cost import hours, stage_seconds
@@ -544,8 +544,8 @@ def pilot_projection() -> bool:
     ours = stage_seconds(costs, pilot.recipe_column(recipe))
     figures = (hours(sum(f32.values())), hours(ours["agent"]), hours(ours["score"]), hours(sum(bf16.values())))
     return (
-        figures == ("33h 34m", "13h 32m", "8h 07m", "30h 14m")
-        and (hours(sum(ours.values())), hours(ours["sft"]), hours(f32["sft"])) == ("30h 52m", "6h 46m", "9h 28m")
+        figures == ("32h 26m", "12h 24m", "8h 07m", "27h 39m")
+        and (hours(sum(ours.values())), hours(ours["sft"]), hours(f32["sft"])) == ("29h 43m", "6h 46m", "9h 28m")
         and pilot.CPU_QUIET.sft_tokens_per_s == json.loads(SFT_RATE.read_text())["tokens_per_s"]
         and _batched_attempts_measured(pilot, recipe, costs)
         and len(recipe.seeds) == 2
@@ -745,15 +745,15 @@ CLAIMS: list[Claim] = [
     Claim(
         "design.md",
         "The plan as it now stands (two seeds per arm, the base control, the task ladder's two levels of 24 tasks "
-        "with 9 models each, the 8,192-token trained window, 12 tier-3 episodes) projects 30 h 52 min on a quiet "
-        "machine (33 h 34 min all in float32), 13 h 32 min of it the agent grade (its 4 attempts decoded together at "
-        "the measured 0.90x, see [serving](serving.md)) and 8 h 07 min the probe, so its floors exceed the 12-hour "
-        "budget, and 30 h 14 min with every bfloat16 ratio above applied, agreement aside.",
+        "with 9 models each, the 8,192-token trained window, 12 tier-3 episodes) projects 29 h 43 min on a quiet "
+        "machine (32 h 26 min all in float32), 12 h 24 min of it the agent grade (its 4 attempts decoded together at "
+        "the measured 1.25x new tokens and 0.75x prompt tokens, see [serving](serving.md)) and 8 h 07 min the probe, so its floors exceed the 12-hour "
+        "budget, and 27 h 39 min with every bfloat16 ratio above applied, agreement aside.",
         (pilot_projection,),
     ),
     Claim(
         "pilot.md",
-        "The floors do not fit it on 2 cores: the plan estimates 30 h 52 min on 2 quiet cores, 13 h 32 min "
+        "The floors do not fit it on 2 cores: the plan estimates 29 h 43 min on 2 quiet cores, 12 h 24 min "
         "of it the agent grade, whose 4 attempts run at once and share the model server's batches (measured no faster "
         "on these cores, see [serving](serving.md)), and 8 h 07 min the probe (see [design](design.md)).",
         (pilot_projection,),

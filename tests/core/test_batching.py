@@ -196,3 +196,35 @@ def test_the_chat_server_answers_concurrent_requests_as_in_turn(parts, tmp_path)
             post({**bodies[0], "temperature": 0.7, "top_p": 2.0})
     assert out == in_turn and max(chat.batcher.batches) > 1
     assert refused.value.code == 400
+
+
+def test_gather_batches_requests_that_arrive_a_command_apart(parts):
+    """An agent grade's attempts reach the server a sandbox command apart: a few-ms window serves
+    them one by one, gathering the expected number batches them, and the batch starts as soon as
+    the last one is in (not at the window's end); the tokens are the same either way."""
+    import time
+
+    tok, model, prompts = parts
+    stop = [tok.eos_token_id]
+    jobs = [{"ids": p, "max_new_tokens": 4, "temperature": 0.8, "seed": 11 + k} for k, p in enumerate(prompts[:4])]
+
+    def staggered(batcher):
+        out, workers = [None] * len(jobs), []
+        for k, kw in enumerate(jobs):
+            workers.append(threading.Thread(target=lambda k=k, kw=kw: out.__setitem__(k, batcher.generate(**kw))))
+            workers[-1].start()
+            time.sleep(0.15)  # a command between two attempts' requests
+        for w in workers:
+            w.join()
+        return out
+
+    short = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8)
+    gathered = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, gather=4, window_s=30.0)
+    expected = staggered(short)
+    start = time.monotonic()
+    assert staggered(gathered) == expected
+    assert max(short.batches) < 4 and gathered.batches == [4]
+    assert time.monotonic() - start < 15  # it did not wait out the 30 s window
+    for bad in ({"gather": 0}, {"gather": 9}, {"window_s": -1.0}):
+        with pytest.raises(ValueError, match="gather must be"):
+            DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, **bad)

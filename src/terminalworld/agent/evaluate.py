@@ -133,9 +133,16 @@ def _endpoint(cfg: AgentEvalConfig):
     elif cfg.agent == "model":
         if not cfg.model:
             raise InputError("--agent model needs --model or --endpoint")
-        from terminalworld.agent.serve import ChatModel, serving
+        from terminalworld.agent.serve import GATHER_WINDOW_S, MAX_BATCH, ChatModel, serving
 
-        chat = ChatModel(cfg.model, context_tokens=cfg.context_tokens, dtype=cfg.dtype)
+        # A batch waits for the job's concurrent trials, which reach the server a command apart.
+        chat = ChatModel(
+            cfg.model,
+            context_tokens=cfg.context_tokens,
+            dtype=cfg.dtype,
+            gather=min(cfg.n_concurrent, MAX_BATCH),
+            window_s=GATHER_WINDOW_S if cfg.n_concurrent > 1 else 0.005,
+        )
         with serving(chat) as url:
             yield {"api_base": url, "served_model": Path(cfg.model).name}
     elif cfg.agent == "terminus-2":

@@ -27,12 +27,26 @@ from terminalworld.core.batching import DynamicBatcher
 from terminalworld.options import option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
+# How long an agent grade's batch waits for all its concurrent attempts: longer than a sandbox
+# command between two turns (the pilot's estimate: 0.1-0.3 s), short against a turn's generation.
+GATHER_WINDOW_S = 1.0
 
 
 class ChatModel:
     """A causal LM with its tokenizer and template: `complete(request)` → an OpenAI response body."""
 
-    def __init__(self, path: str, *, context_tokens: int, dtype: str = "float32", max_batch: int = MAX_BATCH):
+    def __init__(
+        self,
+        path: str,
+        *,
+        context_tokens: int,
+        dtype: str = "float32",
+        max_batch: int = MAX_BATCH,
+        gather: int | None = None,
+        window_s: float = 0.005,
+    ):
+        """`gather` and `window_s`: how a batch collects its requests (`core.batching`); an agent
+        grade gathers its concurrent attempts (`GATHER_WINDOW_S`)."""
         self.tokenizer = load_tokenizer(path)
         self.model = load_hf_model(path, dtype).eval()
         self.context_tokens = context_tokens
@@ -40,7 +54,12 @@ class ChatModel:
         eos = self.tokenizer.eos_token_id if eos is None else eos
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.batcher = DynamicBatcher(
-            self.model, pad=pad, stop=eos if isinstance(eos, list) else [eos], max_batch=max_batch
+            self.model,
+            pad=pad,
+            stop=eos if isinstance(eos, list) else [eos],
+            max_batch=max_batch,
+            gather=gather,
+            window_s=window_s,
         )
 
     def complete(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -81,7 +100,9 @@ def _handler(model: ChatModel, name: str) -> type[BaseHTTPRequestHandler]:
                 import torch
 
                 threads = {"torch_threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
-                self._send(200, {**threads, "max_batch": model.batcher.max_batch, "batches": model.batcher.batches})
+                batcher = model.batcher
+                gathering = {"max_batch": batcher.max_batch, "gather": batcher.gather, "window_s": batcher.window_s}
+                self._send(200, {**threads, **gathering, "batches": batcher.batches})
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 

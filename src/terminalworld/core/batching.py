@@ -1,6 +1,11 @@
 """Dynamic batching over one HF causal LM: concurrent callers' requests are collected for a few
 milliseconds and generated together, left-padded, in one `generate` call.
 
+Where the callers are known in advance (an agent grade's concurrent attempts), `gather` holds the
+window open until that many requests are in, up to `window_s`: the attempts' requests arrive a
+sandbox command apart, so a few-millisecond window batches at most two of them, while waiting the
+length of a command batches them all and costs each turn at most the wait.
+
 Greedy and sampled requests share a batch: each sampled row draws from its own generator seeded
 with its request's seed, at its own temperature and top-p (`core.decoding.hf_sample_rows`), so a
 row's tokens are those it gets alone, up to float rounding in the padded matmuls (see
@@ -32,11 +37,25 @@ class _Job:
 class DynamicBatcher:
     """`generate(ids, ...)` from any thread; one worker thread runs the model."""
 
-    def __init__(self, model: Any, *, pad: int, stop: list[int], max_batch: int = 16, window_s: float = 0.005):
+    def __init__(
+        self,
+        model: Any,
+        *,
+        pad: int,
+        stop: list[int],
+        max_batch: int = 16,
+        window_s: float = 0.005,
+        gather: int | None = None,
+    ):
+        """`window_s`: how long a batch collects after its first request; `gather`: stop collecting
+        once this many are in (default `max_batch`)."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, not {max_batch}")
+        gather = max_batch if gather is None else gather
+        if not 1 <= gather <= max_batch or window_s < 0:
+            raise ValueError(f"gather must be 1..max_batch ({max_batch}) and window_s >= 0, not {gather}, {window_s}")
         self.model, self.pad, self.stop = model, pad, list(stop)
-        self.max_batch, self.window_s = max_batch, window_s
+        self.max_batch, self.window_s, self.gather = max_batch, window_s, gather
         self.batches: list[int] = []  # the size of each generate call (what batching achieved)
         self._queue: queue.Queue[_Job] = queue.Queue()
         self._lock = threading.Lock()
@@ -66,9 +85,14 @@ class DynamicBatcher:
         while True:
             batch = [self._queue.get()]
             deadline = time.monotonic() + self.window_s
-            while len(batch) < self.max_batch:
+            while len(batch) < self.gather:
                 try:
                     batch.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                except queue.Empty:
+                    break
+            while len(batch) < self.max_batch:  # whoever else is already waiting
+                try:
+                    batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
             self._serve(batch)
