@@ -154,7 +154,7 @@ def main() -> None:
     models = {"batched": chat, "gathered": gather, "one_at_a_time": serial}
     clocks = {name: ForwardClock(m.model) for name, m in models.items()}
     runs: dict[str, dict[int, list[dict]]] = {}
-    identical: dict[int, list[int]] = {}
+    identical: dict[str, list[int]] = {}  # per batched path, each repeat's episodes equal to one at a time
     with serving(chat) as batched_url, serving(gather) as gathered_url, serving(serial) as serial_url:
         paths = {"batched": batched_url, "gathered": gathered_url, "one_at_a_time": serial_url}
         for url in paths.values():  # warm-up: first calls pay allocations
@@ -177,7 +177,7 @@ def main() -> None:
                     print(name, c, json.dumps(run), flush=True)
                 for name in ("batched", "gathered"):
                     same = sum(a == b for a, b in zip(seen[name], seen["one_at_a_time"], strict=True))
-                    identical.setdefault(f"{name} {c}", []).append(same)
+                    identical.setdefault(name, []).append(same)
 
     def rates(r: dict) -> dict:
         rest = r["wall_s"] - r["prefill_s"]  # decode steps, sampling and the model idle while episodes pause
@@ -218,7 +218,8 @@ def main() -> None:
         "gather_window_s": GATHER_WINDOW_S,
         "batch_sizes_seen": {name: sorted(set(models[name].batcher.batches)) for name in ("batched", "gathered")},
         "episodes_identical_to_one_at_a_time": {
-            key: f"{sum(v)} of {int(key.split()[1]) * len(v)}" for key, v in identical.items()
+            f"{name} {args.concurrency[0]}": f"{sum(v)} of {args.concurrency[0] * len(v)}"
+            for name, v in identical.items()
         },
         "paths": table,
         "ratio_to_one_at_a_time": ratios,

@@ -135,13 +135,14 @@ def _endpoint(cfg: AgentEvalConfig):
             raise InputError("--agent model needs --model or --endpoint")
         from terminalworld.agent.serve import GATHER_WINDOW_S, MAX_BATCH, ChatModel, serving
 
-        # A batch waits for the job's concurrent trials, which reach the server a command apart.
+        # A batch waits for the job's concurrent trials, which reach the server a command apart (one
+        # trial at a time gathers 1, which never waits).
         chat = ChatModel(
             cfg.model,
             context_tokens=cfg.context_tokens,
             dtype=cfg.dtype,
             gather=min(cfg.n_concurrent, MAX_BATCH),
-            window_s=GATHER_WINDOW_S if cfg.n_concurrent > 1 else 0.005,
+            window_s=GATHER_WINDOW_S,
         )
         with serving(chat) as url:
             yield {"api_base": url, "served_model": Path(cfg.model).name}

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from terminalworld.core.assets import load_hf_model, load_tokenizer
-from terminalworld.core.batching import DynamicBatcher
+from terminalworld.core.batching import WINDOW_S, DynamicBatcher
 from terminalworld.options import option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
@@ -43,7 +43,7 @@ class ChatModel:
         dtype: str = "float32",
         max_batch: int = MAX_BATCH,
         gather: int | None = None,
-        window_s: float = 0.005,
+        window_s: float = WINDOW_S,
     ):
         """`gather` and `window_s`: how a batch collects its requests (`core.batching`); an agent
         grade gathers its concurrent attempts (`GATHER_WINDOW_S`)."""

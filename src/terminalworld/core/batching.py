@@ -23,6 +23,8 @@ from typing import Any
 
 from terminalworld.core.decoding import RowDraw, hf_sample_rows
 
+WINDOW_S = 0.005  # how long a batch collects after its first request, unless told otherwise
+
 
 @dataclass
 class _Job:
@@ -44,7 +46,7 @@ class DynamicBatcher:
         pad: int,
         stop: list[int],
         max_batch: int = 16,
-        window_s: float = 0.005,
+        window_s: float = WINDOW_S,
         gather: int | None = None,
     ):
         """`window_s`: how long a batch collects after its first request; `gather`: stop collecting

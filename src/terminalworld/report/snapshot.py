@@ -10,6 +10,7 @@ import os
 import posixpath
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +55,21 @@ _MACHINE_PATH = re.compile(
 )
 
 
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """`value` (any JSON) with `fn` applied to every string in it (not to keys)."""
+    if isinstance(value, dict):
+        return {k: map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_strings(v, fn) for v in value]
+    return fn(value) if isinstance(value, str) else value
+
+
 def logical(value: Any, roots: list[str]) -> Any:
     """`value` (a record, any JSON) with every local prefix in `roots` named `{MARIN_PREFIX}` and any
     other absolute machine path (a home, temporary or work folder, `_MACHINE_PATH`) by its last
     component under `{LOCAL}`: a committed snapshot names no folder of the machine that built it."""
-    if isinstance(value, dict):
-        return {k: logical(v, roots) for k, v in value.items()}
-    if isinstance(value, list):
-        return [logical(v, roots) for v in value]
-    if not isinstance(value, str):
-        return value
-    return _MACHINE_PATH.sub(lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/")), _rooted(value, roots))
+    local = lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/"))  # noqa: E731
+    return map_strings(value, lambda s: _MACHINE_PATH.sub(local, _rooted(s, roots)))
 
 
 def _rooted(value: str, roots: list[str]) -> str:

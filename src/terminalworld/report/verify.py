@@ -26,7 +26,7 @@ from terminalworld.errors import InputError
 from terminalworld.options import option
 from terminalworld.pipeline import artifacts
 from terminalworld.report.pages import LOGICAL_PREFIX, RECORD
-from terminalworld.report.snapshot import SNAPSHOT_MANIFEST
+from terminalworld.report.snapshot import SNAPSHOT_MANIFEST, map_strings
 
 # A snapshot is committed text: no decompressed row file may exceed this (a gzip bomb stops here).
 MAX_ROW_BYTES = 256 << 20
@@ -188,11 +188,7 @@ def _verify_one(snapshot: Path, prefix: str, ident: str, out: str) -> dict[str, 
 
 def _in_prefix(value: Any, prefix: str) -> Any:
     """A recorded config with its logical prefix read as `prefix`."""
-    if isinstance(value, dict):
-        return {k: _in_prefix(v, prefix) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_in_prefix(v, prefix) for v in value]
-    return value.replace(LOGICAL_PREFIX, prefix) if isinstance(value, str) else value
+    return map_strings(value, lambda s: s.replace(LOGICAL_PREFIX, prefix))
 
 
 def _in_dep_order(config: dict[str, Any], deps: list[str]) -> dict[str, Any]:
