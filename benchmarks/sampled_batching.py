@@ -1,9 +1,13 @@
 """Sampled agent attempts: concurrent seeded requests decoded together in one batch against one at a
 time (the path sampled requests took before they batched), interleaved in one run.
 
-Two batched paths: `batched` collects a batch for 5 ms after its first request (the server's
-default), `gathered` holds it open until all `--concurrency` requests are in, up to
-`agent.serve.GATHER_WINDOW_S` (what the agent grade's loopback server does).
+Three batched paths: `batched` collects a batch for 5 ms after its first request, `gathered` holds
+it open until all `--concurrency` requests are in, up to `agent.serve.GATHER_WINDOW_S`, both
+prefilling every prompt whole in one left-padded `generate` call; `cached` gathers as well and keeps
+recent prompts' keys and values (`agent.serve.PREFIX_BYTES`, `core.prefix_cache`): each row is
+prefilled alone after the longest prefix held, the rows decoded together (what the agent grade's
+loopback server does). Each episode is a different task, so `cached` reuses only a conversation's
+own earlier turns, not a shared task prompt (an agent grade's attempts at one task share that too).
 
     nice uv run python benchmarks/sampled_batching.py [--concurrency 4] [--repeats 3] \
         [--out benchmarks/results/sampled_batching.json]
@@ -33,6 +37,7 @@ sampled row. The load average is recorded: the machine is shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -42,7 +47,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from terminalworld.agent.serve import GATHER_WINDOW_S, ChatModel, serving
+from terminalworld.agent.serve import GATHER_WINDOW_S, PREFIX_BYTES, ChatModel, serving
 from terminalworld.core.formats import load_trajectories
 from terminalworld.core.records import write_json
 from terminalworld.core.threads import set_threads
@@ -50,6 +55,7 @@ from terminalworld.core.threads import set_threads
 HERE = Path(__file__).resolve().parent
 SWE_ZERO = HERE.parent / "tests" / "fixtures" / "real" / "adp_swe-zero-12m" / "sample_raw.json"
 TEMPERATURE = 0.8  # the pilot's harness
+BATCHED = ("batched", "gathered", "cached")  # each against one_at_a_time
 
 
 class ForwardClock:
@@ -146,28 +152,32 @@ def main() -> None:
         )
     if len(args.concurrency) != 1:
         raise SystemExit("--concurrency: one value (the gathered path waits for that many requests)")
-    chat = ChatModel("smollm2", context_tokens=8192, dtype="float32")
-    gather = ChatModel(
-        "smollm2", context_tokens=8192, dtype="float32", gather=args.concurrency[0], window_s=GATHER_WINDOW_S
-    )
-    serial = ChatModel("smollm2", context_tokens=8192, dtype="float32", max_batch=1)
-    models = {"batched": chat, "gathered": gather, "one_at_a_time": serial}
+    c = args.concurrency[0]
+    whole = {"context_tokens": 8192, "dtype": "float32", "prefix_bytes": 0}
+    models = {
+        "batched": ChatModel("smollm2", **whole),
+        "gathered": ChatModel("smollm2", **whole, gather=c, window_s=GATHER_WINDOW_S),
+        "cached": ChatModel("smollm2", **{**whole, "prefix_bytes": PREFIX_BYTES}, gather=c, window_s=GATHER_WINDOW_S),
+        "one_at_a_time": ChatModel("smollm2", **whole, max_batch=1),
+    }
     clocks = {name: ForwardClock(m.model) for name, m in models.items()}
     runs: dict[str, dict[int, list[dict]]] = {}
     identical: dict[str, list[int]] = {}  # per batched path, each repeat's episodes equal to one at a time
-    with serving(chat) as batched_url, serving(gather) as gathered_url, serving(serial) as serial_url:
-        paths = {"batched": batched_url, "gathered": gathered_url, "one_at_a_time": serial_url}
+    with contextlib.ExitStack() as stack:
+        paths = {name: stack.enter_context(serving(m)) for name, m in models.items()}
         for url in paths.values():  # warm-up: first calls pay allocations
             episodes(url, starts[:2], turns=1, tokens=2, seed=0)
         for name in models:
             models[name].batcher.batches.clear()
         for rep in range(args.repeats):
             for c in args.concurrency:
-                order = list(paths)[rep % 3 :] + list(paths)[: rep % 3]  # each path first in turn
+                order = list(paths)[rep % len(paths) :] + list(paths)[: rep % len(paths)]  # each path first in turn
                 seen = {}
                 for name in order:
                     clock = clocks[name]
                     clock.reset()
+                    if models[name].batcher.cache is not None:  # new conversations: nothing held from the last run
+                        models[name].batcher.cache.clear()
                     run = episodes(
                         paths[name], starts[:c], turns=args.turns, tokens=args.tokens, seed=7919 * rep, gap_s=args.gap_s
                     )
@@ -175,7 +185,7 @@ def main() -> None:
                     seen[name] = run.pop("replies")
                     runs.setdefault(name, {}).setdefault(c, []).append(run)
                     print(name, c, json.dumps(run), flush=True)
-                for name in ("batched", "gathered"):
+                for name in BATCHED:
                     same = sum(a == b for a, b in zip(seen[name], seen["one_at_a_time"], strict=True))
                     identical.setdefault(name, []).append(same)
 
@@ -196,7 +206,7 @@ def main() -> None:
         for name, by_c in runs.items()
     }
     ratios: dict[str, dict] = {}
-    for name in ("batched", "gathered"):
+    for name in BATCHED:
         for c in args.concurrency:
             b, s = table[name][str(c)], table["one_at_a_time"][str(c)]
             ratios.setdefault(name, {})[str(c)] = {
@@ -216,7 +226,11 @@ def main() -> None:
         "cores": len(os.sched_getaffinity(0)),
         "load_average_after": os.getloadavg(),
         "gather_window_s": GATHER_WINDOW_S,
-        "batch_sizes_seen": {name: sorted(set(models[name].batcher.batches)) for name in ("batched", "gathered")},
+        "batch_sizes_seen": {name: sorted(set(models[name].batcher.batches)) for name in BATCHED},
+        "prompt_tokens_reused": {
+            "cached": f"{models['cached'].batcher.cache.hits} of "
+            f"{models['cached'].batcher.cache.hits + models['cached'].batcher.cache.misses}"
+        },
         "episodes_identical_to_one_at_a_time": {
             f"{name} {args.concurrency[0]}": f"{sum(v)} of {args.concurrency[0] * len(v)}"
             for name, v in identical.items()

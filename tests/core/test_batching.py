@@ -53,12 +53,18 @@ def _concurrently(batcher, jobs):
     return out
 
 
-def test_greedy_batched_left_padded_equals_one_at_a_time(parts):
+# 0: one left-padded `generate` call; else rows prefilled alone after the longest cached prefix and
+# decoded together from their joined caches (`core.decoding.cached_sample_rows`).
+PREFIX_BYTES = [0, 1 << 26]
+
+
+@pytest.mark.parametrize("prefix_bytes", PREFIX_BYTES)
+def test_greedy_batched_left_padded_equals_one_at_a_time(parts, prefix_bytes):
     tok, model, prompts = parts
     stop = [tok.eos_token_id]
     jobs = [{"ids": p, "max_new_tokens": 6 + k, "temperature": 0.0, "seed": 0} for k, p in enumerate(prompts)]
     alone = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=1)
-    together = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, window_s=0.2)
+    together = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, window_s=0.2, prefix_bytes=prefix_bytes)
     expected = [alone.generate(**j) for j in jobs]
     got = _concurrently(together, jobs)
     assert got == expected and max(together.batches) > 1 and set(alone.batches) == {1}
@@ -83,7 +89,8 @@ def test_a_padded_row_gets_its_own_logits_up_to_rounding(parts):
 DRAWS = [(0.8, 1.0), (0.05, 1.0), (1.0, 0.9), (0.0, 1.0), (0.1, 1.0), (0.5, 0.5), (1.0, 1.0), (0.2, 1.0)]
 
 
-def test_sampled_rows_batched_equal_each_alone(parts):
+@pytest.mark.parametrize("prefix_bytes", PREFIX_BYTES)
+def test_sampled_rows_batched_equal_each_alone(parts, prefix_bytes):
     tok, model, prompts = parts
     stop = [tok.eos_token_id]
     jobs = [
@@ -91,7 +98,7 @@ def test_sampled_rows_batched_equal_each_alone(parts):
         for k, (p, (t, top_p)) in enumerate(zip(prompts, DRAWS, strict=True))
     ]
     alone = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=1)
-    together = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, window_s=0.2)
+    together = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, window_s=0.2, prefix_bytes=prefix_bytes)
     expected = [alone.generate(**j) for j in jobs]
     got = _concurrently(together, jobs)
     assert got == expected and max(together.batches) > 1 and set(alone.batches) == {1}
@@ -136,10 +143,11 @@ def test_top_p_cuts_as_transformers_does(parts):
     assert ours.tolist() == theirs.tolist()
 
 
-def test_seeds_are_honoured(parts):
+@pytest.mark.parametrize("prefix_bytes", PREFIX_BYTES)
+def test_seeds_are_honoured(parts, prefix_bytes):
     tok, model, prompts = parts
     stop = [tok.eos_token_id]
-    together = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, window_s=0.2)
+    together = DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, window_s=0.2, prefix_bytes=prefix_bytes)
     seeds = [1, 1, 2, 3, 4, 4]
     jobs = [{"ids": prompts[0], "max_new_tokens": 8, "temperature": 1.0, "seed": s} for s in seeds]
     got = _concurrently(together, jobs)
@@ -228,3 +236,23 @@ def test_gather_batches_requests_that_arrive_a_command_apart(parts):
     for bad in ({"gather": 0}, {"gather": 9}, {"window_s": -1.0}):
         with pytest.raises(ValueError, match="gather must be"):
             DynamicBatcher(model, pad=stop[0], stop=stop, max_batch=8, **bad)
+
+
+def test_grouped_attention_gives_a_padded_batch_the_same_logits(parts):
+    """The chat server's attention keeps grouped-query heads grouped under a mask (no copy of the
+    cache per step); the logits are those of transformers' SDPA, to the bit on a CPU."""
+    import copy
+
+    import torch
+
+    from terminalworld.core.decoding import GQA_SDPA, grouped_attention
+
+    tok, model, prompts = parts
+    grouped = grouped_attention(copy.deepcopy(model))
+    assert grouped.config._attn_implementation == GQA_SDPA and model.config._attn_implementation == "sdpa"
+    assert model.config.num_key_value_heads < model.config.num_attention_heads  # grouped heads to keep
+    pad, width = tok.eos_token_id, max(len(p) for p in prompts)
+    ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+    with torch.no_grad():
+        assert torch.equal(grouped(ids, attention_mask=mask).logits, model(ids, attention_mask=mask).logits)

@@ -5,9 +5,10 @@ messages with the checkpoint's own chat template, generates (greedy at temperatu
 temperature sampling, cut to the request's `top_p` if it sends one, drawn from a generator seeded
 with the request's seed), and answers 400 with "maximum context length" when the prompt and the
 requested tokens do not fit, as vLLM does. Concurrent requests (a Harbor job's trials, a
-simulator's episodes) are batched (`core.batching`: collected for a few ms and generated together,
-left-padded; each sampled row draws from its own seeded generator, so its tokens are those it gets
-alone).
+simulator's episodes) are batched (`core.batching`: collected for a few ms and decoded together;
+each sampled row draws from its own seeded generator, so its tokens are those it gets alone), and
+recent prompts' keys and values are kept (`PREFIX_BYTES`), as vLLM's automatic prefix caching
+does: a turn prefills only what its conversation added since the last one.
 
 Run in process (`serving`) or as a process of its own (`python -m terminalworld.agent.serve`), which
 takes its share of the cores (`core.threads`) and reports it at `GET /health`.
@@ -24,12 +25,18 @@ from typing import Any, Literal
 
 from terminalworld.core.assets import load_hf_model, load_tokenizer
 from terminalworld.core.batching import WINDOW_S, DynamicBatcher
+from terminalworld.core.decoding import grouped_attention
 from terminalworld.options import option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
 # How long an agent grade's batch waits for all its concurrent attempts: longer than a sandbox
 # command between two turns (the pilot's estimate: 0.1-0.3 s), short against a turn's generation.
 GATHER_WINDOW_S = 1.0
+# The keys and values of recent prompts kept for reuse (`core.prefix_cache`): 4 GiB holds about
+# 93,000 tokens of SmolLM2-135M in float32, every conversation of a round of the pilot's agent grade
+# (24 tasks of about 2,000 tokens, queued attempt by attempt), so a task's next attempt finds its
+# prompt.
+PREFIX_BYTES = 4 << 30
 
 
 class ChatModel:
@@ -44,11 +51,13 @@ class ChatModel:
         max_batch: int = MAX_BATCH,
         gather: int | None = None,
         window_s: float = WINDOW_S,
+        prefix_bytes: int = PREFIX_BYTES,
     ):
         """`gather` and `window_s`: how a batch collects its requests (`core.batching`); an agent
-        grade gathers its concurrent attempts (`GATHER_WINDOW_S`)."""
+        grade gathers its concurrent attempts (`GATHER_WINDOW_S`); `prefix_bytes`: how much of recent
+        prompts' keys and values is kept for reuse (0: none, each request prefilled whole)."""
         self.tokenizer = load_tokenizer(path)
-        self.model = load_hf_model(path, dtype).eval()
+        self.model = grouped_attention(load_hf_model(path, dtype).eval())  # a batch's padded decode steps
         self.context_tokens = context_tokens
         eos = self.model.generation_config.eos_token_id
         eos = self.tokenizer.eos_token_id if eos is None else eos
@@ -60,6 +69,7 @@ class ChatModel:
             max_batch=max_batch,
             gather=gather,
             window_s=window_s,
+            prefix_bytes=prefix_bytes,
         )
 
     def complete(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -102,7 +112,9 @@ def _handler(model: ChatModel, name: str) -> type[BaseHTTPRequestHandler]:
                 threads = {"torch_threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
                 batcher = model.batcher
                 gathering = {"max_batch": batcher.max_batch, "gather": batcher.gather, "window_s": batcher.window_s}
-                self._send(200, {**threads, **gathering, "batches": batcher.batches})
+                cache = batcher.cache
+                reuse = {"prefix_tokens_reused": cache.hits, "prefix_tokens_prefilled": cache.misses} if cache else {}
+                self._send(200, {**threads, **gathering, **reuse, "batches": batcher.batches})
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -154,6 +166,7 @@ class ServeConfig:
     context_tokens: int = option(32768, minimum=1)
     dtype: Literal["float32", "bfloat16"] = option("float32")
     max_batch: int = option(MAX_BATCH, minimum=1)
+    prefix_bytes: int = option(PREFIX_BYTES, minimum=0, help="recent prompts' keys and values kept (0: none)")
     sharing: int = option(1, minimum=1, help="busy model processes sharing this one's cores")
 
 
@@ -170,7 +183,13 @@ def main(argv: list[str] | None = None) -> None:
         description=__doc__.split("\n")[0],
     )
     set_threads(args.sharing)
-    model = ChatModel(args.model, context_tokens=args.context_tokens, dtype=args.dtype, max_batch=args.max_batch)
+    model = ChatModel(
+        args.model,
+        context_tokens=args.context_tokens,
+        dtype=args.dtype,
+        max_batch=args.max_batch,
+        prefix_bytes=args.prefix_bytes,
+    )
     with serving(model, args.served_model_name, args.port) as url:
         print(url, flush=True)
         threading.Event().wait()

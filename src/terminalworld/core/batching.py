@@ -11,6 +11,11 @@ with its request's seed, at its own temperature and top-p (`core.decoding.hf_sam
 row's tokens are those it gets alone, up to float rounding in the padded matmuls (see
 tests/core/test_batching.py), and a request alone gets what `hf_sample` gives it with its seed.
 `max_batch=1` is the one-at-a-time path (the benchmarks' baseline).
+
+With `prefix_bytes`, the batcher keeps that much of recent prompts' keys and values
+(`core.prefix_cache`): each row is prefilled alone after the longest prefix held, and the rows are
+decoded together (`core.decoding.cached_sample_rows`), so a conversation's turn prefills only its
+new messages and a task's attempts share its prompt; without, one left-padded `generate` call.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from terminalworld.core.decoding import RowDraw, hf_sample_rows
+from terminalworld.core.decoding import RowDraw, cached_sample_rows, hf_sample_rows
+from terminalworld.core.prefix_cache import PrefixCache
 
 WINDOW_S = 0.005  # how long a batch collects after its first request, unless told otherwise
 
@@ -48,9 +54,11 @@ class DynamicBatcher:
         max_batch: int = 16,
         window_s: float = WINDOW_S,
         gather: int | None = None,
+        prefix_bytes: int = 0,
     ):
         """`window_s`: how long a batch collects after its first request; `gather`: stop collecting
-        once this many are in (default `max_batch`)."""
+        once this many are in (default `max_batch`); `prefix_bytes`: how much of recent prompts'
+        keys and values is kept for reuse (0: none)."""
         if max_batch < 1:
             raise ValueError(f"max_batch must be at least 1, not {max_batch}")
         gather = max_batch if gather is None else gather
@@ -58,6 +66,7 @@ class DynamicBatcher:
             raise ValueError(f"gather must be 1..max_batch ({max_batch}) and window_s >= 0, not {gather}, {window_s}")
         self.model, self.pad, self.stop = model, pad, list(stop)
         self.max_batch, self.window_s, self.gather = max_batch, window_s, gather
+        self.cache = PrefixCache(prefix_bytes) if prefix_bytes else None
         self.batches: list[int] = []  # the size of each generate call (what batching achieved)
         self._queue: queue.Queue[_Job] = queue.Queue()
         self._lock = threading.Lock()
@@ -113,6 +122,17 @@ class DynamicBatcher:
     def _generate(self, batch: list[_Job]) -> list[list[int]]:
         import torch
 
+        if self.cache is not None:
+            new = cached_sample_rows(
+                self.model,
+                [j.ids for j in batch],
+                max_new_tokens=[j.max_new_tokens for j in batch],
+                draws=[j.draw for j in batch],
+                pad=self.pad,
+                stop=self.stop,
+                cache=self.cache,
+            )
+            return [until_stop(row, self.stop) for row in new]
         width = max(len(j.ids) for j in batch)
         ids = torch.tensor([[self.pad] * (width - len(j.ids)) + j.ids for j in batch])
         mask = torch.tensor([[0] * (width - len(j.ids)) + [1] * len(j.ids) for j in batch])

@@ -158,3 +158,140 @@ def hf_sample_rows(
             **ends,
         )
     return out[:, ids.shape[1] :]
+
+
+def cached_sample_rows(
+    model: Any,
+    prompts: list[list[int]],
+    *,
+    max_new_tokens: list[int],
+    draws: list[RowDraw],
+    pad: int,
+    stop: list[int],
+    cache: Any,
+) -> list[list[int]]:
+    """As `hf_sample_rows` on `prompts` (each row at most its own `max_new_tokens`, through its
+    first `stop` token), with each row prefilled alone after the longest prefix `cache`
+    (`core.prefix_cache.PrefixCache`) holds, then decoded together: the rows' caches are joined,
+    left-padded, and stepped at once. Each prompt, and each prompt with its reply, is stored back
+    in `cache`, so a conversation's next turn and a task's next attempt prefill only what is new."""
+    import torch
+    from transformers import DynamicCache
+
+    from terminalworld.core.threads import ensure_threads
+
+    if not len(prompts) == len(draws) == len(max_new_tokens) or not prompts:
+        raise ValueError(f"{len(prompts)} prompts, {len(draws)} draws and {len(max_new_tokens)} caps")
+    ensure_threads()
+    sampler = _RowSampler(draws)
+    rows, last = [], []
+    with torch.no_grad():
+        for ids in prompts:  # prefill alone: no padding, only the tokens the cache lacks
+            layers, n = cache.lookup(ids)
+            kv = DynamicCache() if layers is None else DynamicCache(ddp_cache_data=layers)
+            out = model(
+                input_ids=torch.tensor([ids[n:]]),
+                position_ids=torch.arange(n, len(ids)).unsqueeze(0),
+                past_key_values=kv,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+            cache.store(ids, layers)
+            rows.append(layers)
+            last.append(out.logits[:, -1].float())
+        lengths = [len(p) for p in prompts]
+        width = max(lengths)
+        joined = DynamicCache(
+            ddp_cache_data=[
+                tuple(
+                    torch.cat(
+                        [
+                            torch.nn.functional.pad(row[i][j], (0, 0, width - n, 0))
+                            for row, n in zip(rows, lengths, strict=True)
+                        ]
+                    )
+                    for j in (0, 1)
+                )
+                for i in range(len(rows[0]))
+            ]
+        )
+        del rows
+        mask = torch.tensor([[0] * (width - n) + [1] * n for n in lengths])
+        scores = torch.cat(last)
+        new: list[list[int]] = [[] for _ in prompts]
+        done = [False] * len(prompts)
+        for step in range(max(max_new_tokens)):
+            tokens = sampler(None, scores).argmax(dim=-1).tolist()
+            feed = [pad if d else t for t, d in zip(tokens, done, strict=True)]  # a finished row steps on padding
+            for r, t in enumerate(tokens):
+                if not done[r]:
+                    new[r].append(t)
+                    done[r] = t in stop or len(new[r]) >= max_new_tokens[r]
+            if all(done):
+                break
+            mask = torch.cat([mask, torch.ones(len(prompts), 1, dtype=mask.dtype)], dim=1)
+            out = model(
+                input_ids=torch.tensor([feed]).T,
+                attention_mask=mask,
+                position_ids=torch.tensor([[n + step] for n in lengths]),
+                past_key_values=joined,
+                use_cache=True,
+            )
+            joined, scores = out.past_key_values, out.logits[:, -1].float()
+        fed = joined.layers[0].keys.shape[2] - width  # reply tokens whose keys and values exist
+        for r, (ids, n) in enumerate(zip(prompts, lengths, strict=True)):
+            keep = min(len(new[r]), fed)
+            if keep:
+                span = slice(width - n, width + keep)
+                cache.store(
+                    ids + new[r][:keep],
+                    [(la.keys[r : r + 1, :, span], la.values[r : r + 1, :, span]) for la in joined.layers],
+                )
+    return new
+
+
+GQA_SDPA = "sdpa_gqa"
+
+
+def grouped_attention(model: Any) -> Any:
+    """`model` with transformers' SDPA attention, except that grouped-query heads stay grouped
+    when a mask is given (a left-padded batch's decode steps). transformers repeats each key/value
+    head for its query heads whenever there is a mask: a copy of the whole cache, three times over
+    for SmolLM2, at every step of every layer; torch's SDPA takes the grouped heads and the mask
+    together (`enable_gqa`) with the same outputs. Returns `model`."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    AttentionInterface.register(GQA_SDPA, _gqa_sdpa)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(GQA_SDPA, sdpa_mask)
+    model.set_attn_implementation(GQA_SDPA)
+    return model
+
+
+def _gqa_sdpa(
+    module: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    attention_mask: Any,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[Any, None]:
+    """transformers' `sdpa_attention_forward` with `enable_gqa` whatever the mask."""
+    import torch
+
+    is_causal = getattr(module, "is_causal", True) if is_causal is None else is_causal
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=attention_mask,
+        dropout_p=dropout,
+        scale=scaling,
+        is_causal=query.shape[2] > 1 and attention_mask is None and is_causal,
+        enable_gqa=hasattr(module, "num_key_value_groups"),
+    )
+    return out.transpose(1, 2).contiguous(), None
