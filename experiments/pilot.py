@@ -96,11 +96,11 @@ ARMS = ("assistant", "full", "user")
 # attention under the padding mask; against the same requests one at a time, measured side by side
 # by benchmarks/sampled_batching.py (benchmarks/results/sampled_batching.json): 4 concurrent 3-turn
 # episodes of 64 tokens at temperature 0.8 after 900-1,700-token prompts, SmolLM2 float32, two
-# threads, three interleaved repeats on quiet cores (1-minute load 1.5-1.6): prompt tokens 4.15x
-# (81% of them served from kept keys and values), new tokens 1.72x, wall time 2.22x, every
+# threads, three interleaved repeats on quiet cores (1-minute load 1.3-1.5): prompt tokens 4.11x
+# (81% of them served from kept keys and values), new tokens 1.94x, wall time 2.26x, every
 # episode's replies identical on both paths. The CPU columns apply the ratios to the agent steps
 # (`Work.rows`); the bf16 column the float32 ratios, unmeasured in bf16.
-BATCHED_ATTEMPTS = {4: Batched(prefill=4.15, generate=1.72)}
+BATCHED_ATTEMPTS = {4: Batched(prefill=4.11, generate=1.94)}
 CPU_QUIET = Throughput(
     name="2 cores quiet",
     sft_tokens_per_s=41.0,
@@ -221,7 +221,7 @@ class Pilot:
     # Trials in flight (Harbor's n_concurrent), as many as a task's attempts: the loopback server
     # decodes their requests together, each sampled row from its own seeded generator, so the
     # attempts draw what they draw one at a time, at the measured batched speed (`BATCHED_ATTEMPTS`:
-    # 2.22x the wall time of one at a time on quiet cores, mostly from kept prompt prefixes). Harbor
+    # 2.26x the wall time of one at a time on quiet cores, mostly from kept prompt prefixes). Harbor
     # queues trials attempt by attempt, so those in flight are one attempt of 4 tasks.
     concurrent_trials: int = 4
     # 3 turns of 64 tokens (SHRINK step 2; was 4 of 96): read, edit, check; an edit command of the

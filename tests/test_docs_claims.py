@@ -539,10 +539,10 @@ SFT_RATE = REPO_ROOT / "benchmarks" / "results" / "pilot_sft_rate.json"  # the p
 
 @cache
 def pilot_projection() -> bool:
-    """The pilot's plan projects 23h 57m on the quiet figures with SFT in bf16 as its recipe trains
-    (26h 39m all in float32, its SFT rate the one measured on its own steps; 6h 38m of it the agent
+    """The pilot's plan projects 23h 27m on the quiet figures with SFT in bf16 as its recipe trains
+    (26h 10m all in float32, its SFT rate the one measured on its own steps; 6h 08m of it the agent
     grade, its 4 concurrent attempts charged at the cached path's ratio measured in
-    benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 22h 42m
+    benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 22h 00m
     with every bf16 ratio, which neither halve it nor cut its agent grade; two seeds, the base
     control, two ladder levels of 24 tasks with 9 models each."""
     from terminalworld.pipeline.cost import hours, stage_seconds
@@ -554,8 +554,8 @@ def pilot_projection() -> bool:
     ours = stage_seconds(costs, pilot.recipe_column(recipe))
     figures = (hours(sum(f32.values())), hours(ours["agent"]), hours(ours["score"]), hours(sum(bf16.values())))
     return (
-        figures == ("26h 39m", "6h 38m", "8h 07m", "22h 42m")
-        and (hours(sum(ours.values())), hours(ours["sft"]), hours(f32["sft"])) == ("23h 57m", "6h 46m", "9h 28m")
+        figures == ("26h 10m", "6h 08m", "8h 07m", "22h 00m")
+        and (hours(sum(ours.values())), hours(ours["sft"]), hours(f32["sft"])) == ("23h 27m", "6h 46m", "9h 28m")
         and pilot.CPU_QUIET.sft_tokens_per_s == json.loads(SFT_RATE.read_text())["tokens_per_s"]
         and _batched_attempts_measured(pilot, recipe, costs)
         and len(recipe.seeds) == 2
@@ -755,18 +755,18 @@ CLAIMS: list[Claim] = [
     Claim(
         "design.md",
         "The plan as it now stands (two seeds per arm, the base control, the task ladder's two levels of 24 tasks "
-        "with 9 models each, the 8,192-token trained window, 12 tier-3 episodes) projects 23 h 57 min on a quiet "
-        "machine (26 h 39 min all in float32), 6 h 38 min of it the agent grade (its 4 attempts decoded together "
-        "after the prompt prefixes the server kept, at the measured 1.72x new tokens and 4.15x prompt tokens, see "
-        "[serving](serving.md)) and 8 h 07 min the probe, so its floors exceed the 12-hour budget, and 22 h 42 min "
+        "with 9 models each, the 8,192-token trained window, 12 tier-3 episodes) projects 23 h 27 min on a quiet "
+        "machine (26 h 10 min all in float32), 6 h 08 min of it the agent grade (its 4 attempts decoded together "
+        "after the prompt prefixes the server kept, at the measured 1.94x new tokens and 4.11x prompt tokens, see "
+        "[serving](serving.md)) and 8 h 07 min the probe, so its floors exceed the 12-hour budget, and 22 h 00 min "
         "with every bfloat16 ratio above applied, agreement aside.",
         (pilot_projection,),
     ),
     Claim(
         "pilot.md",
-        "The floors do not fit it on 2 cores: the plan estimates 23 h 57 min on 2 quiet cores, 6 h 38 min of it the "
+        "The floors do not fit it on 2 cores: the plan estimates 23 h 27 min on 2 quiet cores, 6 h 08 min of it the "
         "agent grade, whose 4 attempts run at once, share the model server's batches and reuse the keys and values "
-        "of their earlier turns (2.22x one at a time on these cores, see [serving](serving.md)), and 8 h 07 min "
+        "of their earlier turns (2.26x one at a time on these cores, see [serving](serving.md)), and 8 h 07 min "
         "the probe (see [design](design.md)).",
         (pilot_projection,),
     ),

@@ -96,3 +96,21 @@ def test_a_tasks_attempts_share_its_prompt_batched_or_not(parts):
         w.join()
     assert cached.batches == [4] and out == [whole.generate(**j) for j in jobs]
     assert cached.cache.misses == len(prompts[1]) + 3  # the first attempt's prompt, then one token each
+
+
+def test_the_decode_cache_writes_in_place_what_concatenation_would_hold():
+    import torch
+    from transformers.cache_utils import DynamicLayer
+
+    from terminalworld.core.decoding import _preallocated_layer
+
+    keys, values = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
+    grown, reserved = DynamicLayer(), _preallocated_layer()(keys, values, capacity=7)
+    grown.update(keys, values)
+    for _ in range(2):
+        step = torch.randn(2, 3, 1, 4), torch.randn(2, 3, 1, 4)
+        ours, theirs = reserved.update(*step), grown.update(*step)
+        assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
+    assert reserved.get_seq_length() == 7
+    with pytest.raises(ValueError, match="holds 7 positions, not 8"):
+        reserved.update(torch.randn(2, 3, 1, 4), torch.randn(2, 3, 1, 4))

@@ -14,6 +14,7 @@ agreement with float32 meets the bound.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -173,7 +174,7 @@ def cached_sample_rows(
     """As `hf_sample_rows` on `prompts` (each row at most its own `max_new_tokens`, through its
     first `stop` token), with each row prefilled alone after the longest prefix `cache`
     (`core.prefix_cache.PrefixCache`) holds, then decoded together: the rows' caches are joined,
-    left-padded, and stepped at once. Each prompt, and each prompt with its reply, is stored back
+    left-padded, into room reserved for the longest reply, and stepped at once. Each prompt, and each prompt with its reply, is stored back
     in `cache`, so a conversation's next turn and a task's next attempt prefill only what is new."""
     import torch
     from transformers import DynamicCache
@@ -202,9 +203,10 @@ def cached_sample_rows(
             last.append(out.logits[:, -1].float())
         lengths = [len(p) for p in prompts]
         width = max(lengths)
-        joined = DynamicCache(
-            ddp_cache_data=[
-                tuple(
+        joined = DynamicCache()
+        joined.layers = [
+            _preallocated_layer()(
+                *[
                     torch.cat(
                         [
                             torch.nn.functional.pad(row[i][j], (0, 0, width - n, 0))
@@ -212,10 +214,11 @@ def cached_sample_rows(
                         ]
                     )
                     for j in (0, 1)
-                )
-                for i in range(len(rows[0]))
-            ]
-        )
+                ],
+                capacity=width + max(max_new_tokens),
+            )
+            for i in range(len(rows[0]))
+        ]
         del rows
         mask = torch.tensor([[0] * (width - n) + [1] * n for n in lengths])
         scores = torch.cat(last)
@@ -249,6 +252,37 @@ def cached_sample_rows(
                     [(la.keys[r : r + 1, :, span], la.values[r : r + 1, :, span]) for la in joined.layers],
                 )
     return new
+
+
+@functools.cache
+def _preallocated_layer() -> type:
+    """A cache layer (transformers' `DynamicLayer`) that writes each step's keys and values into
+    room reserved for the whole reply, where `DynamicLayer` concatenates, a copy of the whole
+    cache at every decode step; it hands out views of the part written, the same values."""
+    from transformers.cache_utils import DynamicLayer
+
+    class Preallocated(DynamicLayer):
+        def __init__(self, keys: Any, values: Any, *, capacity: int):
+            super().__init__()
+            b, h, n, d = keys.shape
+            self._k, self._v = keys.new_zeros(b, h, capacity, d), values.new_zeros(b, h, capacity, d)
+            self._k[:, :, :n], self._v[:, :, :n] = keys, values
+            self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+            self._fill(n)
+
+        def _fill(self, n: int) -> None:
+            self.n = n
+            self.keys, self.values = self._k[:, :, :n], self._v[:, :, :n]
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            end = self.n + key_states.shape[-2]
+            if end > self._k.shape[2]:
+                raise ValueError(f"the cache holds {self._k.shape[2]} positions, not {end}")
+            self._k[:, :, self.n : end], self._v[:, :, self.n : end] = key_states, value_states
+            self._fill(end)
+            return self.keys, self.values
+
+    return Preallocated
 
 
 GQA_SDPA = "sdpa_gqa"

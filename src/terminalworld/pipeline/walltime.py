@@ -159,11 +159,16 @@ def stage_walltimes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for stage in STAGES:
         mine = [r for r in rows if r["stage"] == stage]
         if mine:
-            row = {"stage": stage, "seconds": round(sum(r["seconds"] for r in mine), 1)}
+            row = {"stage": stage, "seconds": total_seconds(mine)}
             if load := mean_load(mine):
                 row["load"] = load
             out.append(row)
     return out
+
+
+def total_seconds(rows: list[dict[str, Any]]) -> float:
+    """The seconds of `rows` (steps or stages) together: a run's wall time."""
+    return round(sum(r["seconds"] for r in rows), 1)
 
 
 def run_of(out: str, step: str) -> tuple[str, str]:
@@ -197,6 +202,6 @@ def print_walltimes(cfg: WalltimeConfig) -> int:
             f"{r['step']:<{width}}{r['stage']:<8}{r['attempts']:>3} attempts {hours(r['seconds']):>9}  {load:<9} {state}"
         )
     stages = stage_walltimes(rows)
-    total = sum(s["seconds"] for s in stages)
-    print("\n" + "  ".join(f"{s['stage']} {hours(s['seconds'])}" for s in stages) + f"  total {hours(total)}")
+    total = hours(total_seconds(stages))
+    print("\n" + "  ".join(f"{s['stage']} {hours(s['seconds'])}" for s in stages) + f"  total {total}")
     return 0

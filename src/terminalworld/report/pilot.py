@@ -15,7 +15,7 @@ from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.eval.metrics import read_results
 from terminalworld.pipeline.artifacts import PILOT_REPORT
 from terminalworld.pipeline.cost import hours
-from terminalworld.pipeline.walltime import mean_load, run_of, run_walltimes, stage_walltimes
+from terminalworld.pipeline.walltime import mean_load, run_of, run_walltimes, stage_walltimes, total_seconds
 from terminalworld.report.depth import depth_blocks, depth_composition, depth_curve, depth_scope
 from terminalworld.report.ladder import ladder_blocks, ladder_table
 from terminalworld.report.probe import write_comparison
@@ -305,7 +305,7 @@ def readme_summary(doc: dict[str, Any], snapshot: str) -> str:
     ]
     if wall := doc.get("walltime"):
         stages = " · ".join(f"{s['stage']} {hours(s['seconds'])}" for s in wall["stages"])
-        total = hours(sum(s["seconds"] for s in wall["stages"]))
+        total = hours(total_seconds(wall["stages"]))
         parts += ["", f"Wall time per stage, summed over every attempt of the resumed run: {stages} · total {total}."]
     return "\n".join(parts) + "\n"
 
@@ -319,8 +319,7 @@ def walltime_blocks(doc: dict[str, Any]) -> list[Any]:
         mine = [s for s in steps if s["stage"] == stage["stage"]]
         rows.append([stage["stage"], len(mine), sum(s["attempts"] for s in mine), hours(stage["seconds"])])
         rows[-1] += [_load(stage.get("load"))] if loaded else []
-    total = sum(s["seconds"] for s in doc["stages"])
-    rows.append(["total", len(steps), sum(s["attempts"] for s in steps), hours(total)])
+    rows.append(["total", len(steps), sum(s["attempts"] for s in steps), hours(total_seconds(doc["stages"]))])
     rows[-1] += [_load(mean_load(doc["stages"]))] if loaded else []
     open_steps = [s["step"] for s in steps if not s["finished"]]
     note = (
