@@ -42,6 +42,7 @@ class PrefixCache:
 
     @property
     def nbytes(self) -> int:
+        """The bytes of keys and values held."""
         return sum(self._bytes.values())
 
     def __len__(self) -> int:
