@@ -172,6 +172,11 @@ def test_a_real_model_runs_whole_turns_through_harbor(generated_tasks, tmp_path)
     assert 0 < row["seconds"]["generation"] < row["seconds"]["agent_execution"]
     trajectory = json.loads(next((tmp_path / "model" / "jobs").rglob("trajectory.json")).read_text())
     assert [m["role"] for m in trajectory["messages"][:3]] == ["system", "user", "assistant"]
+    # The server's record: two requests of one, the second turn prefilled after the first turn's
+    # prompt and reply, which it reused (every prompt token is one or the other).
+    serving = json.loads((tmp_path / "model" / "serving.json").read_text())
+    reused, prefilled = serving["prefix_tokens_reused"], serving["prefix_tokens_prefilled"]
+    assert serving["batches"] == [1, 1] and reused + prefilled == row["input_tokens"] and reused > 500
 
 
 def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded(task_folder, tmp_path):

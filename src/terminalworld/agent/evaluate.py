@@ -146,6 +146,8 @@ def _endpoint(cfg: AgentEvalConfig):
         )
         with serving(chat) as url:
             yield {"api_base": url, "served_model": Path(cfg.model).name}
+        # What this attempt of the step cost the server: its batches and the prompt tokens it reused.
+        write_json(str(Path(cfg.out).resolve() / "serving.json"), chat.stats())
     elif cfg.agent == "terminus-2":
         raise InputError("--agent terminus-2 needs --endpoint (an OpenAI-compatible server)")
     elif cfg.agent == "scripted":

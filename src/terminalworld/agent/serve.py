@@ -72,6 +72,15 @@ class ChatModel:
             prefix_bytes=prefix_bytes,
         )
 
+    def stats(self) -> dict[str, Any]:
+        """How the server has batched and reused so far: the batch settings, the size of each batch
+        formed and, with kept prefixes, the prompt tokens reused and prefilled."""
+        b = self.batcher
+        out = {"max_batch": b.max_batch, "gather": b.gather, "window_s": b.window_s, "batches": list(b.batches)}
+        if b.cache is not None:
+            out |= {"prefix_tokens_reused": b.cache.hits, "prefix_tokens_prefilled": b.cache.misses}
+        return out
+
     def complete(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(HTTP status, body) for one chat-completions request."""
         text = self.tokenizer.apply_chat_template(request["messages"], add_generation_prompt=True, tokenize=False)
@@ -110,11 +119,7 @@ def _handler(model: ChatModel, name: str) -> type[BaseHTTPRequestHandler]:
                 import torch
 
                 threads = {"torch_threads": torch.get_num_threads(), "interop_threads": torch.get_num_interop_threads()}
-                batcher = model.batcher
-                gathering = {"max_batch": batcher.max_batch, "gather": batcher.gather, "window_s": batcher.window_s}
-                cache = batcher.cache
-                reuse = {"prefix_tokens_reused": cache.hits, "prefix_tokens_prefilled": cache.misses} if cache else {}
-                self._send(200, {**threads, **gathering, **reuse, "batches": batcher.batches})
+                self._send(200, {**threads, **model.stats()})
             else:
                 self._send(404, {"error": {"message": f"no route {self.path}"}})
 
