@@ -22,16 +22,16 @@ observation (about 170 tokens), so prompts grow as an attempt's do; before each 
 (0.1 s, the pilot's figure for a sandbox command; seeded), so concurrent episodes drift apart as a
 Harbor job's trials do and a batch holds whoever is waiting. `--concurrency` episodes run at
 once, each on its own client thread, against SmolLM2-135M in float32 (the pilot's CPU precision)
-served by `agent.serve` with dynamic batching and with `max_batch=1`, in this process with its
-share of the cores. The two paths alternate within each repeat, so a neighbour's load falls on both.
+served by `agent.serve` on each path and with `max_batch=1`, in this process with its share of
+the cores. The paths alternate within each repeat, so a neighbour's load falls on all of them.
 
 Each model forward is timed (a forward hook): the prefills (a prompt's forward) and the rest of the
 wall time (decode steps, sampling, and the model idle while episodes pause). Reported per path:
-prompt tokens per prefill second, new tokens per second of the rest, and the wall time; and the batched path's ratios to one at a time, which
-`experiments/pilot.py` applies to its agent grade (`pipeline.cost.Throughput.batched`). The same
-seeds run on both paths, so each episode's replies are compared: the count of episodes whose
-replies are identical on both paths checks, on the real model, that batching does not change a
-sampled row. The load average is recorded: the machine is shared.
+prompt tokens per prefill second, new tokens per second of the rest, and the wall time; and each
+batched path's ratios to one at a time, the cached path's of which `experiments/pilot.py` applies
+to its agent grade (`pipeline.cost.Throughput.batched`). The same seeds run on every path, so each
+episode's replies are compared: the count of episodes whose replies are identical to one at a time
+checks, on the real model, that batching and kept prefixes do not change a sampled row. The load average is recorded: the machine is shared.
 """
 
 from __future__ import annotations
@@ -128,6 +128,12 @@ def episodes(
         "new_tokens": sum(new),
         "replies": replies,
     }
+
+
+def reused(stats: dict) -> str:
+    """A server's prompt tokens served from kept keys and values, of all it was sent."""
+    kept, prefilled = stats["prefix_tokens_reused"], stats["prefix_tokens_prefilled"]
+    return f"{kept} of {kept + prefilled}"
 
 
 def main() -> None:
@@ -227,10 +233,7 @@ def main() -> None:
         "load_average_after": os.getloadavg(),
         "gather_window_s": GATHER_WINDOW_S,
         "batch_sizes_seen": {name: sorted(set(models[name].batcher.batches)) for name in BATCHED},
-        "prompt_tokens_reused": {
-            "cached": f"{models['cached'].batcher.cache.hits} of "
-            f"{models['cached'].batcher.cache.hits + models['cached'].batcher.cache.misses}"
-        },
+        "prompt_tokens_reused": {"cached": reused(models["cached"].stats())},
         "episodes_identical_to_one_at_a_time": {
             f"{name} {args.concurrency[0]}": f"{sum(v)} of {args.concurrency[0] * len(v)}"
             for name, v in identical.items()

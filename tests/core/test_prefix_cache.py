@@ -105,7 +105,8 @@ def test_the_decode_cache_writes_in_place_what_concatenation_would_hold():
     from terminalworld.core.decoding import _preallocated_layer
 
     keys, values = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
-    grown, reserved = DynamicLayer(), _preallocated_layer()(keys, values, capacity=7)
+    rows = [(keys[r : r + 1], values[r : r + 1]) for r in range(2)]
+    grown, reserved = DynamicLayer(), _preallocated_layer()(rows, capacity=7)
     grown.update(keys, values)
     for _ in range(2):
         step = torch.randn(2, 3, 1, 4), torch.randn(2, 3, 1, 4)

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from terminalworld.core.decoding import RowDraw, cached_sample_rows, hf_sample_rows
+from terminalworld.core.decoding import RowDraw, cached_sample_rows, hf_sample_rows, left_padding_mask
 from terminalworld.core.prefix_cache import PrefixCache
 
 WINDOW_S = 0.005  # how long a batch collects after its first request, unless told otherwise
@@ -135,7 +135,7 @@ class DynamicBatcher:
             return [until_stop(row, self.stop) for row in new]
         width = max(len(j.ids) for j in batch)
         ids = torch.tensor([[self.pad] * (width - len(j.ids)) + j.ids for j in batch])
-        mask = torch.tensor([[0] * (width - len(j.ids)) + [1] * len(j.ids) for j in batch])
+        mask = left_padding_mask([len(j.ids) for j in batch])
         out = hf_sample_rows(
             self.model,
             ids,

@@ -161,6 +161,14 @@ def hf_sample_rows(
     return out[:, ids.shape[1] :]
 
 
+def left_padding_mask(lengths: list[int]) -> Any:
+    """The attention mask of rows of these lengths left-padded to the longest: 0 on padding."""
+    import torch
+
+    width = max(lengths)
+    return torch.tensor([[0] * (width - n) + [1] * n for n in lengths])
+
+
 def cached_sample_rows(
     model: Any,
     prompts: list[list[int]],
@@ -174,8 +182,9 @@ def cached_sample_rows(
     """As `hf_sample_rows` on `prompts` (each row at most its own `max_new_tokens`, through its
     first `stop` token), with each row prefilled alone after the longest prefix `cache`
     (`core.prefix_cache.PrefixCache`) holds, then decoded together: the rows' caches are joined,
-    left-padded, into room reserved for the longest reply, and stepped at once. Each prompt, and each prompt with its reply, is stored back
-    in `cache`, so a conversation's next turn and a task's next attempt prefill only what is new."""
+    left-padded, into room reserved for the longest reply, and stepped at once. Each prompt, and
+    each prompt with its reply, is stored back in `cache`, so a conversation's next turn and a
+    task's next attempt prefill only what is new."""
     import torch
     from transformers import DynamicCache
 
@@ -205,22 +214,11 @@ def cached_sample_rows(
         width = max(lengths)
         joined = DynamicCache()
         joined.layers = [
-            _preallocated_layer()(
-                *[
-                    torch.cat(
-                        [
-                            torch.nn.functional.pad(row[i][j], (0, 0, width - n, 0))
-                            for row, n in zip(rows, lengths, strict=True)
-                        ]
-                    )
-                    for j in (0, 1)
-                ],
-                capacity=width + max(max_new_tokens),
-            )
+            _preallocated_layer()([row[i] for row in rows], capacity=width + max(max_new_tokens))
             for i in range(len(rows[0]))
         ]
         del rows
-        mask = torch.tensor([[0] * (width - n) + [1] * n for n in lengths])
+        mask = left_padding_mask(lengths)
         scores = torch.cat(last)
         new: list[list[int]] = [[] for _ in prompts]
         done = [False] * len(prompts)
@@ -262,11 +260,16 @@ def _preallocated_layer() -> type:
     from transformers.cache_utils import DynamicLayer
 
     class Preallocated(DynamicLayer):
-        def __init__(self, keys: Any, values: Any, *, capacity: int):
+        def __init__(self, rows: list[tuple[Any, Any]], *, capacity: int):
+            """`rows`: each row's keys and values, [1, heads, its length, head_dim], left-padded
+            here to the longest (zeros, which the batch's mask hides)."""
             super().__init__()
-            b, h, n, d = keys.shape
-            self._k, self._v = keys.new_zeros(b, h, capacity, d), values.new_zeros(b, h, capacity, d)
-            self._k[:, :, :n], self._v[:, :, :n] = keys, values
+            keys = rows[0][0]
+            _, h, _, d = keys.shape
+            n = max(k.shape[2] for k, _ in rows)
+            self._k, self._v = keys.new_zeros(len(rows), h, capacity, d), keys.new_zeros(len(rows), h, capacity, d)
+            for r, (k, v) in enumerate(rows):
+                self._k[r, :, n - k.shape[2] : n], self._v[r, :, n - v.shape[2] : n] = k[0], v[0]
             self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
             self._fill(n)
 

@@ -8,7 +8,8 @@ first prefills only its last prompt token.
 
 Entries are private copies (a lookup hands out a copy the caller may extend), evicted least
 recently used past `max_bytes` of keys and values in all, so memory stays bounded whatever the
-callers send (SmolLM2-135M in float32 holds 46 KB a token: 4 GiB is about 93,000 tokens). Only the thread that runs the model touches a cache.
+callers send (SmolLM2-135M in float32 holds 46 KB a token: 4 GiB is about 93,000 tokens). Only
+the thread that runs the model touches a cache.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class PrefixCache:
 
     def store(self, ids: list[int], layers: Layers) -> None:
         """Keep a copy of `layers` (the keys and values of exactly `ids`), dropping entries that are
-        prefixes of it and the least recently used past the token budget."""
+        prefixes of it and the least recently used past the byte budget."""
         key = tuple(ids)
         if any(k.shape[0] != 1 or k.shape[2] != len(key) for k, _ in layers):
             raise ValueError(f"one row of {len(key)} positions expected, not {tuple(layers[0][0].shape)}")
