@@ -189,13 +189,15 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         assert config["model_type"] == "llama" and config["tie_word_embeddings"] is True
         assert "chat_template" in (hf / "tokenizer_config.json").read_text() or (hf / "chat_template.jinja").exists()
 
-    def last_step(name: str) -> int:  # Levanter names a checkpoint by its last completed step, from 0
-        return max(
+    def saved(name: str) -> list[int]:  # Levanter names a checkpoint by its last completed step, from 0
+        return sorted(
             int(p.parent.name.split("-")[1])
             for p in Path(graph.models[name].path()).glob("checkpoints/sft/step-*/metadata.json")
         )
 
-    assert (last_step("full-x1-s2"), last_step("full-x3-s2"), last_step("base-control")) == (1, 5, 1)
+    assert (saved("full-x1-s2")[-1], saved("full-x3-s2")[-1], saved("base-control")[-1]) == (1, 5, 1)
+    # The larger scale dropped the copy of the smaller one's checkpoint it continued from.
+    assert saved("full-x3-s2")[0] > saved("full-x1-s2")[-1]
     report = Path(graph.report.path(), "report.md").read_text()
     assert "The scale axis" in report and "steps of a fix" in report and "Departures from the write-up" in report
     assert "What each scale trained on" in report and "headline: read + predict" in report

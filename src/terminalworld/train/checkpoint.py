@@ -29,7 +29,9 @@ class CheckpointConfig:
 def train_checkpoint(cfg: CheckpointConfig) -> str:
     """Train on the tokenized artifact; the final HF export lands in `{out}/hf`. With
     `continue_from`, its last Levanter checkpoint is copied in first, so training resumes there:
-    model, optimizer, step and data position. Returns the export's folder."""
+    model, optimizer, step and data position; once this run has its own later checkpoint and its
+    export, the copy is dropped (the run it came from keeps it), so each scale of a nested run holds
+    only its own steps on disk. Returns the export's folder."""
     from fsspec.core import url_to_fs
 
     from terminalworld.core.assets import load_tokenizer
@@ -38,8 +40,7 @@ def train_checkpoint(cfg: CheckpointConfig) -> str:
     r, out, tokenized = cfg.recipe, cfg.out, cfg.tokenized
     stats = read_json(os.path.join(tokenized, artifacts.STATS))
     steps = r.steps or max(1, math.ceil(stats["pack"]["sequences"] * r.epochs / r.batch_size))
-    if cfg.continue_from is not None:
-        _copy_last_checkpoint(cfg.continue_from, out)
+    start = _copy_last_checkpoint(cfg.continue_from, out) if cfg.continue_from is not None else None
     fs, root = url_to_fs(tokenized)
     hf = run_sft(
         SftConfig(
@@ -54,20 +55,48 @@ def train_checkpoint(cfg: CheckpointConfig) -> str:
         )
     )
     load_tokenizer(stats["render_tokenizer"]).save_pretrained(hf)
+    if start is not None:
+        _drop_checkpoints_through(out, start)
     return hf
 
 
-def _copy_last_checkpoint(src: str, out: str, run_id: str = "sft") -> None:
+def _checkpoint_steps(fs, base: str) -> dict[int, str]:
+    """Each Levanter checkpoint folder under `base` by its step, complete (with its metadata) or not."""
+    folders = [p.rstrip("/") for p in fs.glob(f"{base}/step-*")]
+    return {int(p.rsplit("-", 1)[1]): p for p in folders if p.rsplit("-", 1)[1].isdigit()}
+
+
+def _complete(fs, base: str) -> list[int]:
+    """The steps of the complete checkpoints under `base`, in order."""
+    return sorted(n for n, p in _checkpoint_steps(fs, base).items() if fs.exists(f"{p}/metadata.json"))
+
+
+def _copy_last_checkpoint(src: str, out: str, run_id: str = "sft") -> int | None:
     """Copy the newest complete Levanter checkpoint of `src`'s run into `out`'s, unless `out` already
-    has one of its own (a rerun resumes from where it got to)."""
+    has one of its own (a rerun resumes from where it got to). Returns the step the run continues
+    from (None where `out` resumes and `src` no longer holds its checkpoints)."""
     from fsspec.core import url_to_fs
 
     fs, base = url_to_fs(f"{src.rstrip('/')}/checkpoints/{run_id}")
     _, dest = url_to_fs(f"{out.rstrip('/')}/checkpoints/{run_id}")
-    if fs.exists(dest) and fs.glob(f"{dest}/step-*/metadata.json"):
-        return
-    done = sorted(fs.glob(f"{base}/step-*/metadata.json"), key=lambda p: int(p.rsplit("/", 2)[1].split("-")[1]))
-    if not done:
-        raise FileNotFoundError(f"no complete Levanter checkpoint under {base} to continue from")
-    last = done[-1].rsplit("/", 1)[0]
-    fs.get(last.rstrip("/") + "/", f"{dest}/{last.rsplit('/', 1)[1]}/", recursive=True)
+    theirs = _complete(fs, base)
+    if not _complete(fs, dest):
+        if not theirs:
+            raise FileNotFoundError(f"no complete Levanter checkpoint under {base} to continue from")
+        fs.get(f"{base}/step-{theirs[-1]}/", f"{dest}/step-{theirs[-1]}/", recursive=True)
+    return theirs[-1] if theirs else None
+
+
+def _drop_checkpoints_through(out: str, step: int, run_id: str = "sft") -> list[int]:
+    """Remove `out`'s checkpoints at or before `step` (the copy a continued run started from, and
+    any incomplete one), only where a complete checkpoint after `step` remains. Returns the steps
+    removed."""
+    from fsspec.core import url_to_fs
+
+    fs, base = url_to_fs(f"{out.rstrip('/')}/checkpoints/{run_id}")
+    if not [n for n in _complete(fs, base) if n > step]:
+        return []
+    gone = sorted(n for n in _checkpoint_steps(fs, base) if n <= step)
+    for n in gone:
+        fs.rm(f"{base}/step-{n}", recursive=True)
+    return gone
