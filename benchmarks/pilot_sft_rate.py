@@ -3,11 +3,12 @@ consecutive steps of its progress lines, inside a window when nothing else ran.
 
     uv run python benchmarks/pilot_sft_rate.py LOG --since 12:28:00 --until 12:50:00 \\
         --step checkpoints/terminalworld/assistant-x9-s1 --load 1.87,1.97,2.01 \\
-        [--tokens-per-step 8192] [--out benchmarks/results/pilot_sft_rate.json]
+        [--mp f32 | --mp p=f32,c=bfloat16] [--tokens-per-step 8192] [--out benchmarks/results/pilot_sft_rate.json]
 
 A step's time is the gap between the progress lines that end it and the one before, so the first
 line after a (re)start, which includes compiling the step, is never a step's time. The pilot's plan
-takes the median as its quiet SFT rate (`experiments/pilot.py`, `CPU_QUIET`); each figure keeps the
+takes the median as its quiet SFT rate in each precision (`experiments/pilot.py`: `CPU_QUIET` in
+float32, `CPU_SFT_BF16` in Marin's mixed precision, as the recipe trains); each figure keeps the
 1-minute load averages read while it ran (`--load`: only the pilot's process ran, so about 2 on 2
 cores is the machine working alone).
 """
@@ -25,6 +26,8 @@ from pathlib import Path
 
 # absl's prefix (I20261206 12:28:46 …) and tqdm_loggable's progress text.
 LINE = re.compile(r"^I(\d{8}) (\d\d:\d\d:\d\d)\b.*Progress on:train (\d+)\.0it/(\d+)\.0it")
+# Levanter's `mp` policy as the pilot's recipe names it -> how the record describes it.
+PRECISIONS = {"f32": "p=f32 (float32)", "p=f32,c=bfloat16": "p=f32,c=bfloat16 (bfloat16 compute)"}
 RESTART = re.compile(r"Resuming training from step|starting first train step")
 
 
@@ -55,6 +58,7 @@ def main() -> int:
     ap.add_argument("--until", required=True, help="HH:MM:SS, its end")
     ap.add_argument("--step", required=True, help="the pilot step the log's progress lines belong to")
     ap.add_argument("--load", required=True, help="1-minute load averages read during the window, comma-separated")
+    ap.add_argument("--mp", choices=sorted(PRECISIONS), default="f32", help="the run's Levanter mixed precision")
     ap.add_argument("--tokens-per-step", type=int, default=8192)
     ap.add_argument("--out", default="benchmarks/results/pilot_sft_rate.json")
     args = ap.parse_args()
@@ -64,9 +68,10 @@ def main() -> int:
         return 2
     median = statistics.median(s["seconds"] for s in steps)
     doc = {
-        "what": "Levanter SFT, SmolLM2-135M-Instruct (the dequantised Q4_1 GGUF), mp p=f32 (float32), "
+        "what": f"Levanter SFT, SmolLM2-135M-Instruct (the dequantised Q4_1 GGUF), mp {PRECISIONS[args.mp]}, "
         f"batch 1 x {args.tokens_per_step:,} tokens, 2 cores, read from the pilot's own log",
         "step": args.step,
+        "mp": args.mp,
         "window": [args.since, args.until],
         "load": [float(x) for x in args.load.split(",")],
         "steps": steps,

@@ -42,11 +42,13 @@ and the report counts the trajectories split, the real tokens and loss tokens of
   is that base trained the smallest scale's steps with the same recipe on unrelated text (the
   training repos' own source files as plain text, every token in the loss; `train.plain_text`)
   and scored on the same rows, so "beats the base" reads against the dequantised model recovering.
-- *Enough probe targets*: 64 held-out rows, so that at least 40 read + predict targets are scored.
+- *Enough probe targets* (`heldout_n`, 2026.12.06.2): 80 held-out rows, so that at least 40 read +
+  predict targets are scored; a first draw of 64 held exactly 40 before any row past the window.
 - *SFT in Marin's mixed precision* (`sft_mp`, 2026.12.06.3): measured on quiet cores, Levanter's
   steps under p=f32,c=bfloat16 ran 1.42x float32's tokens/s (the earlier 1.10x was taken on a
-  shared machine); scoring and generation stay float32, where bf16 misses the agreement bound or
-  decodes slower. The run restarted from its first step under the new version.
+  shared machine; the run's own 8,192-token steps then ran 1.37x, 56.1 against 41.0 tokens/s);
+  scoring and generation stay float32, where bf16 misses the agreement bound or decodes slower. The
+  run restarted from its first step under the new version.
 - *Sized for about 12 hours* (`BUDGET_H`) by the stated shrink order (`SHRINK`), never below the
   floors written beside it; where the floors alone exceed the budget, the plan says so with the
   estimate (on 2 cores quiet they do: the agent grade and the probe at their floors exceed it).
@@ -147,16 +149,24 @@ GPU = Throughput(
 # new tokens 0.71x (10.0 against 14.1 tokens/s); Levanter SFT steps of 1,024 tokens under
 # p=f32,c=bfloat16 against f32: 1.42x (126.9 against 89.7 tokens/s, one run each, one after the other).
 BF16_RATIOS = {"sft": 1.42, "score": 1.57, "prefill": 1.58, "generate": 0.71}
+# Levanter SFT as this recipe trains, p=f32,c=bfloat16 on 8,192-token steps, read from this pilot's
+# own `assistant-x9-s1` run alone on the cores (benchmarks/pilot_sft_rate.py --mp p=f32,c=bfloat16,
+# benchmarks/results/pilot_sft_rate_bf16.json): 56.1 tokens/s, the median of 17 whole steps of
+# 136-156 s (1-minute load 1.75-2.02), 1.37x the float32 run's 41.0; the 1,024-token ratio above had
+# predicted 58.2. Both bf16 columns train at this measured rate.
+SFT_BF16_TOKENS_PER_S = 56.1
+MEASURED_SFT = SFT_BF16_TOKENS_PER_S / CPU_QUIET.sft_tokens_per_s
 CPU_BF16 = CPU_QUIET.scaled(
     name="2 cores bf16",
-    source="the quiet figures times bf16's measured ratios over float32 (benchmarks/results/precision.json)",
-    **BF16_RATIOS,
+    source="the quiet figures times bf16's measured ratios over float32 (benchmarks/results/precision.json; "
+    "SFT: the pilot's own bf16 steps, pilot_sft_rate_bf16.json)",
+    **(BF16_RATIOS | {"sft": MEASURED_SFT}),
 )
 # The CPU preset's own column: SFT in Marin's mixed precision, scoring and generation in float32.
 CPU_SFT_BF16 = CPU_QUIET.scaled(
     name="2 cores, SFT bf16",
-    source="the quiet figures with SFT times bf16's measured ratio (benchmarks/results/precision.json)",
-    sft=BF16_RATIOS["sft"],
+    source="the quiet figures with SFT at the pilot's own bf16 steps' rate (benchmarks/results/pilot_sft_rate_bf16.json)",
+    sft=MEASURED_SFT,
 )
 MACHINES = [CPU_QUIET, CPU_SFT_BF16, CPU_SHARED, CPU_BF16, GPU]
 
