@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 
 from terminalworld.pipeline import artifacts
-from terminalworld.train.sft import SftConfig, SftRecipe, levanter_source, run_sft
+from terminalworld.train.sft import SftConfig, SftRecipe, levanter_source, run_sft, step_folders
 
 
 @dataclass(frozen=True)
@@ -60,15 +60,9 @@ def train_checkpoint(cfg: CheckpointConfig) -> str:
     return hf
 
 
-def _checkpoint_steps(fs, base: str) -> dict[int, str]:
-    """Each Levanter checkpoint folder under `base` by its step, complete (with its metadata) or not."""
-    folders = [p.rstrip("/") for p in fs.glob(f"{base}/step-*")]
-    return {int(p.rsplit("-", 1)[1]): p for p in folders if p.rsplit("-", 1)[1].isdigit()}
-
-
 def _complete(fs, base: str) -> list[int]:
     """The steps of the complete checkpoints under `base`, in order."""
-    return sorted(n for n, p in _checkpoint_steps(fs, base).items() if fs.exists(f"{p}/metadata.json"))
+    return sorted(n for n, p in step_folders(fs, base).items() if fs.exists(f"{p}/metadata.json"))
 
 
 def _copy_last_checkpoint(src: str, out: str, run_id: str = "sft") -> int | None:
@@ -94,9 +88,9 @@ def _drop_checkpoints_through(out: str, step: int, run_id: str = "sft") -> list[
     from fsspec.core import url_to_fs
 
     fs, base = url_to_fs(f"{out.rstrip('/')}/checkpoints/{run_id}")
-    if not [n for n in _complete(fs, base) if n > step]:
+    if not any(n > step for n in _complete(fs, base)):
         return []
-    gone = sorted(n for n in _checkpoint_steps(fs, base) if n <= step)
+    gone = sorted(n for n in step_folders(fs, base) if n <= step)
     for n in gone:
         fs.rm(f"{base}/step-{n}", recursive=True)
     return gone

@@ -243,11 +243,17 @@ def run_sft(cfg: SftConfig) -> str:
 
     main(train_lm_config(cfg))
     fs, steps_dir = url_to_fs(f"{cfg.output_dir.rstrip('/')}/{HF_STEPS}/{cfg.run_id}")
-    exports = sorted(fs.glob(f"{steps_dir}/step-*"), key=lambda p: int(p.rsplit("-", 1)[1]))
+    exports = step_folders(fs, steps_dir)
     if not exports:
         raise RuntimeError(f"training finished without an HF export under {cfg.output_dir}/{HF_STEPS}")
     _, dest = url_to_fs(cfg.export_dir)
     if fs.exists(dest):
         fs.rm(dest, recursive=True)
-    fs.mv(exports[-1], dest, recursive=True)
+    fs.mv(exports[max(exports)], dest, recursive=True)
     return cfg.export_dir
+
+
+def step_folders(fs, base: str) -> dict[int, str]:
+    """Levanter's per-step folders under `base` (`step-N`: checkpoints, HF exports) by their step."""
+    folders = [p.rstrip("/") for p in fs.glob(f"{base}/step-*")]
+    return {int(p.rsplit("-", 1)[1]): p for p in folders if p.rsplit("-", 1)[1].isdigit()}
