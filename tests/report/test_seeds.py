@@ -112,6 +112,18 @@ def test_the_cells_the_spread_the_control_and_the_floor():
     assert any("below the floor of 40" in n for n in needs(findings(small, None, SCALES), small, None))
 
 
+def test_few_predict_targets_are_named_beside_the_verdicts():
+    # 24 read and 24 predict targets: the headline meets its floor, the predict class alone does not.
+    probe = _probe(_grid(_gap({"s1": 0.3, "s2": 0.25}, {"s1": -0.3, "s2": -0.35})))
+    found = findings(probe, None, SCALES)
+    [scope] = [n for n in needs(found, probe, None) if n.startswith("For execution output")]
+    assert "rest on 24 read targets" in scope and "and 24 predict targets" in scope
+    assert "What this run cannot settle" in to_markdown(findings_blocks(found, needs(found, probe, None)))
+    wide = _probe(_grid({}, n=90))  # 45 predict targets
+    assert wide["class_counts"]["predict"] == 45
+    assert not [n for n in needs(findings(wide, None, SCALES), wide, None) if n.startswith("For execution output")]
+
+
 def _summary(solves: list[int]) -> dict:
     return {
         "per_task": {f"t{i:02d}": [1, s] for i, s in enumerate(solves)},

@@ -263,12 +263,24 @@ def findings(probe: dict[str, Any], ladder: dict[str, Any] | None, scales: list[
 
 
 def needs(found: list[dict[str, Any]], probe: dict[str, Any], ladder: dict[str, Any] | None) -> list[str]:
-    """What a GPU or TPU run would need to settle what this run cannot, from what left a part untold."""
+    """What this run cannot settle and a larger run would need: from what left a part untold, and
+    from what the probe's verdicts stand on when its predict targets are too few to test alone."""
     out = []
     if not probe["meets_floor"]:
         out.append(
             f"More held-out rows: {probe['headline_targets']} read + predict targets were scored by every "
             f"checkpoint, below the floor of {TARGET_FLOOR}."
+        )
+    counts = probe["class_counts"]
+    if probe["classed"] and counts["predict"] < TARGET_FLOOR:
+        # The headline pools both classes: with few predict targets its verdicts are about reading, and
+        # the page says so rather than let "predicts observations" stand wider than its rows.
+        out.append(
+            f"For execution output: the probe's verdicts rest on {counts['read']} read targets (repository "
+            f"content not yet in context) and {counts['predict']} predict targets (errors, interpreter and "
+            f"test output, edits' messages), so what they say about predicting what a command does rests on "
+            f"{counts['predict']} targets; held-out rows with at least {TARGET_FLOOR} predict targets would let "
+            "that class be tested on its own."
         )
     untold = [p for f in found for p in f["parts"] if p["verdict"] == UNTOLD]
     if any(p.get("statistic", "").startswith("Wilcoxon") for p in untold):

@@ -51,7 +51,7 @@ def findings_blocks(found: list[dict[str, Any]], needed: list[str]) -> list[Bloc
     blocks: list[Block] = [Heading("The write-up's findings"), rule, findings_lines(found)]
     if needed:
         blocks += [
-            "What a GPU or TPU run would need to settle what this one cannot:",
+            "What this run cannot settle, and what a larger run would need:",
             "\n".join(f"- {n}" for n in needed),
         ]
     return blocks
