@@ -107,6 +107,7 @@ def test_the_cells_the_spread_the_control_and_the_floor():
     assert set(probe["depth_by_class"]) == {"read", "predict", "copy"}
     md = to_markdown(probe_blocks(probe))
     assert f"{N} read + predict targets were scored by every checkpoint (floor 40: met)" in md
+    assert f"| read + predict ({N}): median |" in md and "| predict (24): token-weighted / median |" in md
     small = _probe(_grid({}, n=20))
     assert not small["meets_floor"] and "**below the floor of 40**" in to_markdown(probe_blocks(small))
     assert any("below the floor of 40" in n for n in needs(findings(small, None, SCALES), small, None))

@@ -86,8 +86,10 @@ def probe_blocks(probe: dict[str, Any]) -> list[Block]:
                 "—" if "beats_control" not in m else f"{m['beats_control']} of {n}",
             ]
         )
-    head = ["model", "read + predict: median", "read + predict: token-weighted"]
-    head += [f"{c}: token-weighted / median" for c in SHOWN_CLASSES] + ["beats base", "beats control"]
+    # Each class's target count in its header: a class of one row shows one row's PPL, not a median.
+    k = probe["class_counts"]
+    head = ["model", f"read + predict ({n}): median", f"read + predict ({n}): token-weighted"]
+    head += [f"{c} ({k[c]}): token-weighted / median" for c in SHOWN_CLASSES] + ["beats base", "beats control"]
     blocks.append(Table(head, rows, "l" + "r" * (len(head) - 1)))
     if probe["spread"]:
         rows = [
