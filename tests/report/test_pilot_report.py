@@ -118,7 +118,10 @@ def test_the_readme_summary_quotes_each_verdict_its_statistics_and_the_wall_time
         "seed_effects": {"s1": 0.2, "s2": 0.3},
     }
     doc = {
-        "seeds": {"findings": [{"finding": "(1) observations", "verdict": "holds", "parts": [part]}]},
+        "seeds": {
+            "findings": [{"finding": "(1) observations", "verdict": "holds", "parts": [part]}],
+            "probe": {"classed": True, "class_counts": {"headline": 49, "read": 48, "predict": 1, "copy": 15}},
+        },
         "walltime": {"stages": [{"stage": "record", "seconds": 1740.0}, {"stage": "sft", "seconds": 22_380.0}]},
     }
     assert readme_summary(doc, "docs/snapshots/pilot-2026.12.06.2") == (
@@ -128,6 +131,9 @@ def test_the_readme_summary_quotes_each_verdict_its_statistics_and_the_wall_time
         "- **(1) observations: holds.**\n"
         "    - (b) predicts observations better than (a) at x9: holds (Wilcoxon p, mean log PPL ratio: "
         "pooled p = 0.0123, effect 0.250; per seed s1: 0.200, s2: 0.300)\n\n"
+        "The probe's verdicts rest on the 49 targets every checkpoint scored: 48 read (repository content not yet "
+        "in context) and 1 predict (execution output, errors, edits' messages); 15 copies of the context are "
+        "reported apart.\n\n"
         "Wall time per stage, summed over every attempt of the resumed run: record 29m · sft 6h 13m · total 6h 42m.\n"
     )
 

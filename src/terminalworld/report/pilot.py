@@ -291,9 +291,10 @@ def training_blocks(training: dict[str, dict[str, Any]], scales: list[str]) -> l
 
 def readme_summary(doc: dict[str, Any], snapshot: str) -> str:
     """What the README quotes of a pilot run, from its `pilot.json` as committed in `snapshot` (a
-    repository path): each finding's verdict with the statistic that decides each part, and the
-    wall time per stage. The claims test checks the README holds exactly this for the committed
-    snapshot, so every figure it quotes is one `terminalworld docs verify` recomputes."""
+    repository path): each finding's verdict with the statistic that decides each part, the probe's
+    targets per class, and the wall time per stage. The claims test checks the README holds exactly
+    this for the committed snapshot, so every figure it quotes is one `terminalworld docs verify`
+    recomputes."""
     from terminalworld.report.seeds_tables import findings_lines
 
     version = posixpath.basename(snapshot.rstrip("/")).removeprefix("pilot-")
@@ -303,6 +304,16 @@ def readme_summary(doc: dict[str, Any], snapshot: str) -> str:
         "",
         findings_lines(doc["seeds"]["findings"]),
     ]
+    probe = doc["seeds"].get("probe")
+    if probe and probe["classed"]:
+        # What "predicts observations" stands on here: a headline of reads says less about execution.
+        k = probe["class_counts"]
+        parts += [
+            "",
+            f"The probe's verdicts rest on the {k['headline']} targets every checkpoint scored: {k['read']} read "
+            f"(repository content not yet in context) and {k['predict']} predict (execution output, errors, "
+            f"edits' messages); {k['copy']} copies of the context are reported apart.",
+        ]
     if wall := doc.get("walltime"):
         stages = " · ".join(f"{s['stage']} {hours(s['seconds'])}" for s in wall["stages"])
         total = hours(total_seconds(wall["stages"]))
