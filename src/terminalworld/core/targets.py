@@ -47,6 +47,8 @@ TargetClass = Literal["empty", "sentinel", "copy", "read", "predict"]
 CLASSES: tuple[str, ...] = ("sentinel", "copy", "read", "predict")  # the scored classes, in report order
 HEADLINE: tuple[str, ...] = ("read", "predict")  # the classes the probe's headline measures
 SENTINELS: tuple[str, ...] = (SUBMIT_SENTINEL,)  # fixed outputs of the harness or policy: the one home
+# What each headline class holds, in the words a report puts beside its counts.
+MEANING = {"read": "repository content not yet in context", "predict": "execution output, errors, edits' messages"}
 COPY_LINE_SHARE = 0.9  # share of the target's non-blank characters on lines already in context
 MIN_COPY_CHARS = 16  # below this many non-blank characters a target is never a copy ...
 MIN_ECHO_CHARS = 4  # ... unless it is its own command's text, at least this long

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terminalworld.core.records import atomic_output, read_json, write_json
+from terminalworld.core.targets import MEANING
 from terminalworld.eval.metrics import read_results
 from terminalworld.pipeline.artifacts import PILOT_REPORT
 from terminalworld.pipeline.cost import hours
@@ -311,8 +312,8 @@ def readme_summary(doc: dict[str, Any], snapshot: str) -> str:
         parts += [
             "",
             f"The probe's verdicts rest on the {k['headline']} targets every checkpoint scored: {k['read']} read "
-            f"(repository content not yet in context) and {k['predict']} predict (execution output, errors, "
-            f"edits' messages); {k['copy']} copies of the context are reported apart.",
+            f"({MEANING['read']}) and {k['predict']} predict ({MEANING['predict']}); {k['copy']} copies of the "
+            "context are reported apart.",
         ]
     if wall := doc.get("walltime"):
         stages = " · ".join(f"{s['stage']} {hours(s['seconds'])}" for s in wall["stages"])

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from terminalworld.agent.compare import paired
-from terminalworld.core.targets import HEADLINE
+from terminalworld.core.targets import HEADLINE, MEANING
 from terminalworld.eval.metrics import Results, bootstrap_ci
 from terminalworld.report.depth import depth_curve
 from terminalworld.report.ladder import PAIRED_ARMS, ladder_table
@@ -276,11 +276,9 @@ def needs(found: list[dict[str, Any]], probe: dict[str, Any], ladder: dict[str, 
         # The headline pools both classes: with few predict targets its verdicts are about reading, and
         # the page says so rather than let "predicts observations" stand wider than its rows.
         out.append(
-            f"For execution output: the probe's verdicts rest on {counts['read']} read targets (repository "
-            f"content not yet in context) and {counts['predict']} predict targets (errors, interpreter and "
-            f"test output, edits' messages), so what they say about predicting what a command does rests on "
-            f"{counts['predict']} targets; held-out rows with at least {TARGET_FLOOR} predict targets would let "
-            "that class be tested on its own."
+            f"For execution output: the probe's verdicts rest on {counts['read']} read targets "
+            f"({MEANING['read']}) and {counts['predict']} predict targets ({MEANING['predict']}); held-out rows "
+            f"with at least {TARGET_FLOOR} predict targets would let that class be tested on its own."
         )
     untold = [p for f in found for p in f["parts"] if p["verdict"] == UNTOLD]
     if any(p.get("statistic", "").startswith("Wilcoxon") for p in untold):
