@@ -1,4 +1,5 @@
 import os
+import re
 import socket
 import subprocess
 import uuid
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from terminalworld.env import copies
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 
 
@@ -44,11 +46,24 @@ def host_uid() -> int:
 
 
 def host_snapshot() -> dict[str, object]:
-    """What an escaped command would change first: this process's mount table and the system folders."""
+    """What an escaped command would change first: this process's mount table and the system folders.
+
+    The repository copies of other processes (a test beside this one, under pytest-xdist) are left
+    out: their tmpfs mounts come, go and are refitted (`copies.fit`) while this test runs."""
     return {
-        "mounts": Path("/proc/self/mountinfo").read_text(),
+        "mounts": "".join(line for line in Path("/proc/self/mountinfo").open() if not _others_copy(line)),
         **{d: sorted(os.listdir(d)) for d in ("/", "/usr", "/etc", "/usr/bin")},
     }
+
+
+def _others_copy(line: str) -> bool:
+    """Whether mountinfo `line` is a repository copy's tmpfs (`copies.SOURCE`) made by another process:
+    its folder is named `<prefix><pid>-<random>` (`scratch.make_dir`) with a pid not this one's."""
+    fields, _, fs = line.partition(" - ")
+    if fs.split()[:2] != ["tmpfs", copies.SOURCE]:
+        return False
+    made_by = re.fullmatch(r".*?(\d+)-[^-/]+", fields.split()[4].rsplit("/", 1)[-1])
+    return made_by is not None and int(made_by.group(1)) != os.getpid()
 
 
 def host_processes_with(text: str) -> list[str]:
