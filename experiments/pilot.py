@@ -64,6 +64,7 @@ from typing import Literal
 
 from terminalworld.agent import steps as agent
 from terminalworld.agent.steps import SampledEpisodes, SeededEpisodes
+from terminalworld.core.precision import BF16_FLAGS, native_bf16
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
 from terminalworld.pipeline.cost import Batched, Throughput, Work, cost_table, hours, projection_table, stage_seconds
@@ -155,6 +156,11 @@ BF16_RATIOS = {"sft": 1.42, "score": 1.57, "prefill": 1.58, "generate": 0.71}
 # 136-156 s (1-minute load 1.75-2.02), 1.37x the float32 run's 41.0; the 1,024-token ratio above had
 # predicted 58.2. Both bf16 columns train at this measured rate.
 SFT_BF16_TOKENS_PER_S = 56.1
+# On a CPU without native bf16 (AMD EPYC, AVX2 only: neither amx_bf16 nor avx512_bf16), the same
+# benchmark's SFT steps of 1,024 tokens under p=f32,c=bfloat16 ran 0.75x f32 (48.5 against 64.9
+# tokens/s, benchmarks/results/precision_no_bf16_units.json; a repeat whose float32 steps shared the
+# cores with another job gave 0.87x): the bf16 columns do not hold there.
+SFT_BF16_RATIO_WITHOUT_UNITS = 0.75
 # The CPU preset's own column: SFT in Marin's mixed precision, scoring and generation in float32.
 CPU_SFT_BF16 = CPU_QUIET.scaled(
     name="2 cores, SFT bf16",
@@ -653,6 +659,12 @@ def plan_text(p: Pilot, graph: PilotGraph, prefix: str) -> str:
         done = sum(s["finished"] for s in steps)
         lines.append(f"this run so far: {done} steps finished, {len(steps) - done} started and not finished")
     lines += [f"this recipe computes in {p.precision} (SFT: {p.sft_mp}), the '{column.name}' column"]
+    if column is not CPU_QUIET and p.device == "cpu" and not native_bf16("cpu"):
+        lines.append(
+            f"this CPU has no native bf16 ({', '.join(BF16_FLAGS)}): the bf16 columns' rates were measured on "
+            f"one that has, and bf16 SFT ran {SFT_BF16_RATIO_WITHOUT_UNITS}x float32 on one without "
+            "(benchmarks/results/precision_no_bf16_units.json); here the recipe takes longer than its column says"
+        )
     return "\n".join([*lines, budget_note(graph.costs, column)])
 
 

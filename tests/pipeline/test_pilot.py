@@ -78,6 +78,20 @@ def test_the_plan_puts_the_runs_wall_time_so_far_beside_its_estimates(tmp_path):
     assert text.splitlines()[-1] == pilot.SHRINK[-1]
 
 
+def test_the_plan_says_where_its_bf16_rates_do_not_hold(tmp_path, monkeypatch):
+    pilot = load_experiment("pilot")
+    line = "this CPU has no native bf16 (amx_bf16, avx512_bf16)"
+    for native, recipe, said in [
+        (False, pilot.Pilot(), True),  # SFT in bf16 compute on a CPU without the units: said
+        (True, pilot.Pilot(), False),
+        (False, pilot.Pilot(sft_mp="f32"), False),  # all float32: its column is measured on any CPU
+        (False, pilot.PRESETS["gpu"], False),
+    ]:
+        monkeypatch.setattr(pilot, "native_bf16", lambda device, native=native: native)
+        text = pilot.plan_text(recipe, pilot.build(recipe), str(tmp_path / "prefix"))
+        assert (line in text) is said and text.splitlines()[-1] == pilot.SHRINK[-1]
+
+
 @pytest.mark.slow_ci
 def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
     monkeypatch.setenv("MARIN_PREFIX", str(tmp_path / "prefix"))
