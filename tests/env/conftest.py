@@ -57,12 +57,11 @@ def host_snapshot() -> dict[str, object]:
 
 
 def _others_copy(line: str) -> bool:
-    """Whether mountinfo `line` is a repository copy's tmpfs (`copies.SOURCE`) made by another process:
+    """Whether mountinfo `line` is a repository copy's tmpfs (`copies.copy_mount`) made by another process:
     its folder is named `<prefix><pid>-<random>` (`scratch.make_dir`) with a pid not this one's."""
-    fields, _, fs = line.partition(" - ")
-    if fs.split()[:2] != ["tmpfs", copies.SOURCE]:
+    if (mount := copies.copy_mount(line)) is None:
         return False
-    made_by = re.fullmatch(r".*?(\d+)-[^-/]+", fields.split()[4].rsplit("/", 1)[-1])
+    made_by = re.fullmatch(r".*?(\d+)-[^-/]+", os.path.basename(mount[1]))
     return made_by is not None and int(made_by.group(1)) != os.getpid()
 
 

@@ -21,8 +21,8 @@ DEEP = "import os\nfor _ in range(3000):\n    os.mkdir('ab'); os.chdir('ab')\n" 
 
 def copy_mounts() -> list[str]:
     """The copies' tmpfs mounts in this process's mount table (mount points)."""
-    lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    return [line.split()[4] for line in lines if f" - tmpfs {copies.SOURCE} " in line]
+    with open("/proc/self/mountinfo") as f:
+        return [mount[1] for line in f if (mount := copies.copy_mount(line)) is not None]
 
 
 @pytest.fixture

@@ -141,12 +141,19 @@ def mount_of(path: str) -> str | None:
     found = holder.held(path)
     with open(f"/proc/{found[0].proc.pid}/mountinfo" if found else "/proc/self/mountinfo") as f:
         for line in f:
-            fields, _, fs = line.partition(" - ")
-            parts, fs_parts = fields.split(), fs.split()
-            if parts[2] == dev and fs_parts[:2] == ["tmpfs", SOURCE]:
-                point = _unescape(parts[4])
-                return f"/proc/{found[0].proc.pid}/root{point}" if found else point
+            if (mount := copy_mount(line)) is not None and mount[0] == dev:
+                return f"/proc/{found[0].proc.pid}/root{mount[1]}" if found else mount[1]
     return None
+
+
+def copy_mount(line: str) -> tuple[str, str] | None:
+    """The device (`major:minor`) and mount point of mountinfo `line` when it is a copy's tmpfs
+    (source `SOURCE`), else None."""
+    fields, _, fs = line.partition(" - ")
+    if fs.split()[:2] != ["tmpfs", SOURCE]:
+        return None
+    parts = fields.split()
+    return parts[2], _unescape(parts[4])
 
 
 def fit(mount: str, disk_bytes: int) -> None:
