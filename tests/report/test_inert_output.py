@@ -54,6 +54,27 @@ def test_one_function_makes_text_inert():
     assert for_terminal(HOSTILE, Tty()) == inert(HOSTILE) and for_terminal(HOSTILE, sys.stdout) == HOSTILE
 
 
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_bidi_controls_are_escaped_like_other_controls():
+    # U+202E would show this name as "invoice-exe.pdf" (reversed after it): escaped, it reads as stored.
+    assert inert("invoice-\u202efdp.exe") == "invoice-\\u202efdp.exe"
+    assert inert(BIDI) == "".join(f"\\u{ord(c):04x}" for c in BIDI)
+    assert inert("naïve — ok \u00e9 \u2067") == "naïve — ok \u00e9 \\u2067"  # other text is untouched
+
+
+def test_show_mask_on_a_terminal_escapes_bidi_controls(tmp_path, capsys, monkeypatch):
+    messages = json.loads((FIXTURES / "mini-swe-agent" / "local.traj.json").read_text())
+    messages[3]["content"] += "run\u202eexe.txt" + BIDI
+    path = tmp_path / "bidi.traj.json"
+    path.write_text(json.dumps(messages))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    show_mask(ShowMaskConfig(tokenizer="qwen3", inputs=[str(path)], color="never"))
+    shown = capsys.readouterr().out
+    assert not set(BIDI) & set(shown) and "run\\u202eexe.txt" in shown
+
+
 def _html(text: str) -> str:
     return markdown.markdown(text, extensions=SITE_EXTENSIONS)
 

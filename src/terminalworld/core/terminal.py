@@ -7,13 +7,21 @@ import sys
 from typing import TextIO
 
 # C0 controls but newline and tab, DEL, and C1 controls: what a terminal would act on (ESC and OSC
-# sequences set titles, write the clipboard, clear the screen).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# sequences set titles, write the clipboard, clear the screen); and the bidirectional controls
+# (embeddings, overrides, isolates, marks), which reorder what is shown so that text reads as other
+# text (after U+202E, `txt.exe` shows as `exe.txt`).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def inert(text: str) -> str:
-    """`text` with every control character a terminal acts on written as a visible escape (`\\x1b`)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` with every control character a terminal acts on written as a visible escape (`\\x1b`,
+    `\\u202e`)."""
+    return _CONTROL.sub(lambda m: _escape(m.group()), text)
 
 
 def for_terminal(text: str, stream: TextIO | None = None) -> str:
