@@ -160,3 +160,19 @@ def test_subcommands(capsys):
         assert e.value.code == code and needle in text, (argv, text)
         if stream == "err":
             assert text.count("\n") == 1
+
+
+def test_config_path_is_data_only(tmp_path, capsys):
+    """A `--config_path` file is read as data: no Python object is built from a tag, and no other
+    file is read in through `!include`, so an error never shows what such a file holds."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:$6$hash-that-must-stay-private:19000:0:99999:7:::\n")
+    for name, body in [
+        ("object.yaml", "out: !!python/name:os.system\ninputs: [a]\n"),
+        ("apply.yaml", "out: !!python/object/apply:os.getcwd []\ninputs: [a]\n"),
+        ("include.yaml", f"out: o\ninputs: [a]\nn: !include {secret}\n"),
+        ("include-str.yaml", f"out: !include {secret}\ninputs: [a]\n"),
+    ]:
+        (tmp_path / name).write_text(body)
+        err = refused(capsys, Config, ["--config_path", str(tmp_path / name)], "--config_path", name)
+        assert "hash-that-must-stay-private" not in err, err

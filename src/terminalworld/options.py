@@ -312,6 +312,21 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     } | {k: v for k, v in base.items() if k not in over}
 
 
+def load_data(path: str) -> Any:
+    """The data in a YAML (or JSON) file, or TOML for `.toml`: plain values only, so no tag builds
+    an object and no `!include` reads another file (whose text an error would then show)."""
+    import tomllib
+
+    import yaml
+
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return tomllib.loads(raw.decode()) if path.endswith(".toml") else yaml.safe_load(raw)
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        raise ValueError(str(e).splitlines()[0]) from None
+
+
 def parse[T](
     cls: type[T],
     argv: Sequence[str],
@@ -389,13 +404,11 @@ def parse_pair[T, E](
                 self.parser.error(str(e))
 
         def _file(self, path: str) -> dict[str, Any]:
-            """The mapping in the YAML (JSON, TOML) file of `--config_path`."""
+            """The mapping in the YAML (JSON, TOML) file of `--config_path`, read as data only."""
             try:
-                with open(path, encoding="utf-8") as f:
-                    given = cfgparsing.load_config(f, file=path)
-            except (OSError, utils.DraccusException) as e:
-                cause = e.__cause__ or e
-                self.parser.error(f"--{utils.CONFIG_ARG} {path}: {type(cause).__name__}: {cause}")
+                given = load_data(path)
+            except (OSError, ValueError) as e:
+                self.parser.error(f"--{utils.CONFIG_ARG} {path}: {type(e).__name__}: {e}")
             if not isinstance(given, dict):
                 self.parser.error(
                     f"--{utils.CONFIG_ARG} {path}: a mapping of the config's fields, not {type(given).__name__}"
