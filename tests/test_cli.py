@@ -14,7 +14,7 @@ from terminalworld.eval.scoring import ScoreConfig
 from terminalworld.train.render_rows import RenderConfig
 from tests.paths import REPO_ROOT
 
-README = REPO_ROOT / "README.md"
+RUNNING = REPO_ROOT / "docs" / "manual" / "running.md"  # the commands table
 
 
 def parse(*argv):
@@ -108,11 +108,11 @@ def flags_in(line: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])--[a-z][\w.-]*", line))
 
 
-def test_help_and_the_readme_commands_table_agree():
-    """Per subcommand: the README's table has a row; every flag a row (or a docs page) shows is one
+def test_help_and_the_commands_table_agree():
+    """Per subcommand: the commands table of docs/manual/running.md has a row; every flag a row (or a docs page) shows is one
     that `--help` lists; every flag `--help` marks required is shown in the table, and a command
     that takes words shows them. The table may leave optional flags to `--help`."""
-    table = [line.split("`")[1] for line in README.read_text().splitlines() if line.startswith("| `terminalworld ")]
+    table = [line.split("`")[1] for line in RUNNING.read_text().splitlines() if line.startswith("| `terminalworld ")]
     pages = [p.read_text() for p in sorted((REPO_ROOT / "docs").rglob("*.md"))]
     documented = [line for page in pages for line in command_lines(page)]
     assert table and len(documented) > 5
@@ -120,13 +120,13 @@ def test_help_and_the_readme_commands_table_agree():
         entries = help_entries(list(words), commands().parse)
         listed = {name for names, _ in entries for name in names}
         rows = [row for row in table if which_command(row) == words]
-        assert rows, f"{' '.join(words)} has no row in the README's commands table"
+        assert rows, f"{' '.join(words)} has no row in the commands table"
         shown = set().union(*map(flags_in, rows))
         for line in rows + [line for line in documented if which_command(line) == words]:
             assert flags_in(line) <= listed, (line, flags_in(line) - listed)
         for names, required in entries:
             if required and names[0].startswith("--"):
-                assert set(names) & shown, (words, names, "is required but not in the README's row")
+                assert set(names) & shown, (words, names, "is required but not in the table's row")
             elif required:  # a positional: the row shows its words by the name `--help` gives them
                 assert any(word.startswith(names[0]) for word in rows[0].split()), (rows[0], names)
     assert all(which_command(row) for row in table), [row for row in table if not which_command(row)]

@@ -20,8 +20,6 @@ from terminalworld.pipeline.walltime import run_walltimes
 from tests.conftest import load_experiment
 from tests.paths import REPO_ROOT
 
-README = REPO_ROOT / "README.md"
-
 
 @dataclass(frozen=True)
 class Note:
@@ -250,11 +248,12 @@ def test_the_pilot_command_line_overrides_its_recipe(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_the_readme_experiment_rows_name_flags_that_help_lists():
-    """Each `python experiments/X.py` row of the README's commands table shows flags its `--help`
+def test_the_experiment_rows_name_flags_that_help_lists():
+    """Each `python experiments/X.py` row of the commands table (docs/manual/running.md) shows flags its `--help`
     lists: the launch flags as spelled, `--FIELD` where a recipe has fields, `--demo.FIELD` where
     it has a nested `demo`."""
-    rows = [line.split("`")[1] for line in README.read_text().splitlines() if line.startswith("| `python experiments/")]
+    running = (REPO_ROOT / "docs" / "manual" / "running.md").read_text()
+    rows = [line.split("`")[1] for line in running.splitlines() if line.startswith("| `python experiments/")]
     assert len(rows) >= 8
     for row in rows:
         name = re.match(r"python experiments/(\w+)\.py", row).group(1)
