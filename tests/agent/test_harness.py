@@ -1,4 +1,11 @@
-from terminalworld.agent.harness import FORMAT_WARNING, Episode, HarnessConfig
+from terminalworld.agent.harness import (
+    BROKEN_BLOCK_WARNING,
+    FORMAT_WARNING,
+    MALFORMED,
+    UNCLOSED,
+    Episode,
+    HarnessConfig,
+)
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, harness_spans
 
 ACT = "THOUGHT: look.\n\n```bash\nls\n```"
@@ -31,3 +38,22 @@ def test_turn_and_context_limits_end_the_episode():
     assert ep.outcome == "turn_limit"
     ep = Episode(system="S", task="T", config=HarnessConfig(context_tokens=100, max_tokens_per_turn=30))
     assert ep.check_context(70) and not ep.check_context(71) and ep.outcome == "context_limit"
+
+
+def test_the_warning_says_what_was_wrong_with_a_reply_it_cannot_read():
+    """A reply cut inside its bash block (at the token limit) gets no count of "1 actions": the
+    warning says the block is never closed; a block on one line says how a block is laid out; a
+    count is given only for complete blocks. Each is harness text, ECHO's O' leaves it out."""
+    cases = {
+        "THOUGHT: look.\n\n```bash\ngrep -rn 'def parse' src/ | hea": BROKEN_BLOCK_WARNING.format(why=UNCLOSED),
+        "THOUGHT: look.\n\n```bash ls```": BROKEN_BLOCK_WARNING.format(why=MALFORMED),
+        "THOUGHT: I will list the files.": FORMAT_WARNING.format(n=0),
+        "```bash\nls\n```\n```bash\npwd\n```\n```bash\nca": FORMAT_WARNING.format(n=2),
+    }
+    for reply, want in cases.items():
+        ep = Episode(system="S", task="T", config=HarnessConfig(max_turns=5))
+        assert ep.act(reply) is None
+        warning = ep.messages[-1]["content"]
+        assert warning == want and "found 1 actions" not in warning
+        assert harness_spans(warning) == [(0, len(warning))]
+    assert "never closed" in BROKEN_BLOCK_WARNING.format(why=UNCLOSED)

@@ -12,18 +12,26 @@ commands (the Harbor agent class, the recorder's solver and the simulator all dr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, extract_command
+from terminalworld.core.trajectories import OBSERVATION_PREFIX, SUBMIT_SENTINEL, bash_blocks, extract_command
 
-# One paragraph, so that `trajectories.harness_spans` (ECHO's O') covers all of it.
-FORMAT_WARNING = (
-    "Please always provide EXACTLY ONE action in triple backticks, found {n} actions. "
+# One paragraph each, so that `trajectories.harness_spans` (ECHO's O') covers all of it.
+_HOW = (
     f"If you want to end the task, please issue the following command: `echo {SUBMIT_SENTINEL}` "
     "without any other command. Else, please format your response as a THOUGHT section followed by "
     "exactly one ```bash code block holding one command.\n\n"
 )
+FORMAT_WARNING = "Please always provide EXACTLY ONE action in triple backticks, found {n} actions. " + _HOW
+# A reply that opens a block the command extractor cannot read: say what was wrong, not a count.
+BROKEN_BLOCK_WARNING = (
+    "Please always provide EXACTLY ONE action in triple backticks, found no complete action: {why}. " + _HOW
+)
+UNCLOSED = "the reply ends inside a ```bash block that is never closed (as a reply cut at the token limit does)"
+MALFORMED = "a ```bash block needs its command on the lines after ```bash and its closing ``` on a line of its own"
+_FENCE = re.compile(r"```(?:bash|mswea_bash_command)\b")
 
 Outcome = Literal["submitted", "turn_limit", "context_limit", "running"]
 
@@ -40,8 +48,20 @@ class HarnessConfig:
 
 
 def count_blocks(reply: str) -> int:
-    """How many bash blocks a reply has (the format wants exactly one)."""
-    return reply.count("```bash")
+    """How many complete bash blocks a reply has (the format wants exactly one)."""
+    return len(bash_blocks(reply))
+
+
+def format_warning(reply: str) -> str:
+    """The warning for a reply without exactly one complete bash block, saying what was wrong: how
+    many blocks it has, or, when it has none but opens one, that the last is never closed (a reply
+    cut at the token limit) or is not laid out as a block."""
+    n = count_blocks(reply)
+    opened = list(_FENCE.finditer(reply))
+    if n or not opened:
+        return FORMAT_WARNING.format(n=n)
+    closed = "```" in reply[opened[-1].end() :]
+    return BROKEN_BLOCK_WARNING.format(why=MALFORMED if closed else UNCLOSED)
 
 
 @dataclass
@@ -69,7 +89,7 @@ class Episode:
         command = extract_command(reply)
         if command is None:
             self.format_errors += 1
-            self.messages.append({"role": "user", "content": FORMAT_WARNING.format(n=count_blocks(reply))})
+            self.messages.append({"role": "user", "content": format_warning(reply)})
             self._check_turns()
         return command
 

@@ -119,9 +119,15 @@ def trajectory_from_messages(
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.DOTALL)
 
 
+def bash_blocks(action: str) -> list[str]:
+    """The complete bash blocks of an action message: an opening fence, the command on the lines
+    after it, a closing fence on a line of its own."""
+    return _BASH_BLOCK.findall(action)
+
+
 def extract_command(action: str) -> str | None:
     """The bash command of an action message, or None when it has not exactly one bash block."""
-    blocks = _BASH_BLOCK.findall(action)
+    blocks = bash_blocks(action)
     return blocks[0].strip() if len(blocks) == 1 else None
 
 
