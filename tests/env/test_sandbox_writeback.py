@@ -5,11 +5,17 @@ host) and unprivileged (the same tmpfs held in a user and mount namespace of the
 written back (hard links, depth), or after a timeout, DIR is left exactly as it was; within it,
 nothing the command planted (symlinks, FIFOs, setuid bits, modes, sparse files, odd names) is
 followed, kept or blown up. Eight writers bursting at once under a 20 MiB cap grow the copy by at
-most the cap (measured inside by `du`, before and after), for both callers."""
+most the cap (measured inside by `du`, before and after), for both callers. A result that changed
+what git runs or reads as configuration (`core.fsmonitor`, a hook) is refused whole, so the
+operator's `git status` and `git checkout` in DIR run nothing the command wrote, while a commit made
+inside comes back; a mode changed inside never reaches an inode hard-linked from outside DIR and
+comes back within the caller's umask.
+"""
 
 import os
 import re
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -156,3 +162,117 @@ def test_exec_says_when_nothing_was_written_back(repo, capsys):
     os.mkfifo(repo / "fifo")  # copying it would block: refused in one line, before any command runs
     assert main(["sandbox", "exec", "--repo", str(repo), "--", "touch x"]) == 2
     assert "cannot be copied" in capsys.readouterr().err and not (repo / "x").exists()
+
+
+# What the operator's git would run, planted inside; and a commit, which must still come back.
+GIT_COMMANDS = {
+    "fsmonitor": 'git config core.fsmonitor "touch PWNED; false"',
+    "hook": "printf '#!/bin/sh\\ntouch PWNED\\n' > .git/hooks/post-checkout && chmod 755 .git/hooks/post-checkout",
+    "commit": "echo two > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm two",
+}
+# Under umask 022: a chmod on a file hard-linked from outside DIR, and modes widened inside.
+MODES = "chmod 666 linked && chmod 777 wide && echo n > new && chmod 777 new && mkdir dd && chmod 1777 dd"
+
+
+def _host_git(repo: Path, *args: str, uid: int | None = None) -> str:
+    """The operator's git in `repo` (as `uid`), with no system or global configuration of this host."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(repo.parent),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    who = {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+    proc = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, timeout=60, **who)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _git_repo(repo: Path, uid: int | None) -> bytes:
+    """A repository of one commit in `repo` (owned by `uid`), and its `.git/config`."""
+    _host_git(repo, "init", "-q")
+    _host_git(repo, "add", "a.txt")
+    _host_git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init")
+    if uid is not None:
+        as_user.own(uid, repo, *repo.rglob("*"))
+    return (repo / ".git/config").read_bytes()
+
+
+def _check_git(repo: Path, workdir: Path, config: bytes, refusals: dict, uid: int | None) -> None:
+    """`refusals`: what refused each of `GIT_COMMANDS` (None when it was written back); `config`:
+    `.git/config` before."""
+    _host_git(repo, "status", uid=uid)
+    _host_git(repo, "checkout", "-q", "-b", "other", uid=uid)
+    assert not (repo / "PWNED").exists() and not (workdir / "PWNED").exists()
+    assert (repo / ".git/config").read_bytes() == config
+    assert not (repo / ".git/hooks/post-checkout").exists()
+    assert "'.git/config'" in refusals["fsmonitor"] and "nothing was written back" in refusals["fsmonitor"]
+    assert "'.git/hooks/post-checkout'" in refusals["hook"] and "nothing was written back" in refusals["hook"]
+    assert refusals["commit"] is None and _host_git(repo, "log", "--format=%s", uid=uid) == "two\ninit\n"
+
+
+def _layout_modes(repo: Path, outside: Path, uid: int | None) -> None:
+    (outside / "linked").write_text("shared\n")
+    os.chmod(outside / "linked", 0o600)
+    os.link(outside / "linked", repo / "linked")
+    (repo / "wide").write_text("w\n")
+    os.chmod(repo / "wide", 0o644)
+    if uid is not None:
+        as_user.own(uid, repo, *repo.iterdir())
+
+
+def _check_modes(repo: Path, outside: Path) -> None:
+    def mode(p: Path) -> int:
+        return stat.S_IMODE(os.lstat(p).st_mode)
+
+    # The outside name's inode is untouched; DIR's name is a file of its own with the new mode.
+    assert mode(outside / "linked") == 0o600 and (outside / "linked").read_text() == "shared\n"
+    assert mode(repo / "linked") == 0o644 and (repo / "linked").read_text() == "shared\n"
+    assert os.lstat(repo / "linked").st_ino != os.lstat(outside / "linked").st_ino
+    assert (mode(repo / "wide"), mode(repo / "new"), mode(repo / "dd")) == (0o755, 0o755, 0o755)
+
+
+@pytest.fixture
+def umask022():
+    old = os.umask(0o022)  # an unprivileged caller started from here inherits it
+    yield
+    os.umask(old)
+
+
+def _exec(repo: Path, command: str, capsys) -> str | None:
+    """`sandbox exec --repo repo -- command`: None when it wrote back, else what it printed on stderr."""
+    status = main(["sandbox", "exec", "--repo", str(repo), "--", command])
+    err = capsys.readouterr().err
+    assert (status, err) == (0, "") or status == 2, err
+    return None if status == 0 else err
+
+
+def test_a_root_caller_never_writes_back_git_configuration(repo, workdir, capsys):
+    config = _git_repo(repo, None)  # owned by root, which runs the operator's git in it
+    refusals = {name: _exec(repo, command, capsys) for name, command in GIT_COMMANDS.items()}
+    _check_git(repo, workdir, config, refusals, None)
+
+
+@unprivileged(WRITEBACK_UID)
+def test_an_unprivileged_caller_never_writes_back_git_configuration(repo, workdir):
+    config = _git_repo(repo, WRITEBACK_UID)
+    refusals = {}
+    for name, command in GIT_COMMANDS.items():
+        output, status, _, kept, error = as_user.run(WRITEBACK_UID, CALLER, repo, command, CAP, cwd=workdir)
+        assert error is not None or (status, kept) == (0, None), output
+        refusals[name] = error
+    _check_git(repo, workdir, config, refusals, WRITEBACK_UID)
+
+
+def test_a_root_caller_writes_modes_back_as_new_files_within_its_umask(repo, outside, umask022, capsys):
+    _layout_modes(repo, outside, None)
+    assert _exec(repo, MODES, capsys) is None
+    _check_modes(repo, outside)
+
+
+@unprivileged(WRITEBACK_UID)
+def test_an_unprivileged_caller_writes_modes_back_as_new_files_within_its_umask(repo, outside, workdir, umask022):
+    _layout_modes(repo, outside, WRITEBACK_UID)
+    output, status, _, kept, error = as_user.run(WRITEBACK_UID, CALLER, repo, MODES, CAP, cwd=workdir)
+    assert (status, kept, error) == (0, None, None), output
+    _check_modes(repo, outside)

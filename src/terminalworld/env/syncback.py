@@ -12,26 +12,35 @@ name in their folder (`O_CREAT | O_EXCL | O_NOFOLLOW`) and renamed over the old 
 changes atomically and nothing is written through a link the command planted, or one DIR already
 had; holes are copied as holes, so a sparse file costs DIR no more blocks than it cost the copy's
 cap. Symlinks are copied as symlinks (their text, never what they point to); FIFOs, sockets and
-device files are not copied, and the name they took in DIR is removed. Permission bits only (no
-setuid, setgid or sticky), with the owner's read bit on files and full access on folders, so DIR
-stays usable by its owner; a root caller gives what it writes the owner of the entry it replaces
-(or of its folder). Entries the copy no longer has are removed from DIR. A copy that would write
-more than DIR held plus the disk cap (hard links count once per name, since each is written as a
-file of its own) or that goes deeper than `MAX_DEPTH` folders is refused before anything is
-written. Unchanged files are compared, not rewritten, so the work is bounded by what DIR held and
-what the copy's cap let the command add.
+device files are not copied, and the name they took in DIR is removed. No file DIR holds is changed
+in place: a file whose content or mode changed is written as a new one, since DIR's may be hard-linked
+from outside DIR (a hard-linked checkout, a package cache), and one the command left alone is not
+touched. Permission bits only (never setuid, setgid or sticky): those DIR had where the command kept
+them, else the copy's within the caller's umask (`chmod 777` comes back as 0777 & ~umask), with the
+owner's read bit on files and full access on folders, so DIR stays usable by its owner; a root
+caller gives what it writes the owner of the entry it replaces (or of its folder). Entries the copy
+no longer has are removed from DIR.
+
+Before anything is written, a result is refused (`check`) when it would write more than DIR holds
+plus the disk cap (hard links count once per name, since each is written as a file of its own), goes
+deeper than `MAX_DEPTH` folders, or differs from DIR in any entry git runs or reads as configuration
+(`env.gitpaths`: `.git/config`, hooks, ...; type, permission bits, content or link text): the
+operator's git would run what the command wrote there. Unchanged files are compared, not rewritten,
+so the work is bounded by what DIR held and what the copy's cap let the command add.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 import secrets
 import shutil
 import stat
+from dataclasses import dataclass
 
-from terminalworld.env import copies, walk
+from terminalworld.env import copies, gitpaths, walk
 from terminalworld.env.sandbox import CommandResult, Sandbox, SandboxConfig
 from terminalworld.errors import InputError
 
@@ -43,28 +52,118 @@ _TOP = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _CHUNK = 1 << 20
 
 
-def footprint(tree: str) -> tuple[int, int]:
-    """(bytes, depth) of `tree` as a sync writes it: `walk.ENTRY_BYTES` per name plus every regular
-    file's allocated blocks once per name (hard links are written as separate files), and how many
-    folders deep it goes. Only while no command runs in it."""
+@dataclass(frozen=True)
+class Survey:
+    """What a sync needs to know of a tree before it writes anything."""
+
+    bytes: int  # as a sync writes it: `walk.ENTRY_BYTES` per name, each regular file's blocks once per name
+    depth: int  # folders below the top
+    git: dict[tuple[str, ...], tuple]  # each entry git runs or reads as configuration: what it is
+
+
+def survey(tree: str, *, copy: bool) -> Survey:
+    """`tree` as `Survey` holds it, only while no command runs in it. `copy`: the tree is the
+    sandbox's, whose files an unprivileged caller may make readable for the read; DIR's files are
+    only read as they are (one of them may be hard-linked from outside DIR)."""
+    unlock = os.geteuid() != 0
     total = depth = 0
-    for _, _, st, parts in walk.walk(tree, unlock=os.geteuid() != 0):
+    heads, found = set(), []
+    for fd, name, st, parts in walk.walk(tree, unlock=unlock):
         total += walk.ENTRY_BYTES + (st.st_blocks * 512 if stat.S_ISREG(st.st_mode) else 0)
         depth = max(depth, len(parts) + stat.S_ISDIR(st.st_mode))
-    return total, depth
+        path = (*parts, name)
+        if name == "HEAD":
+            heads.add(tuple(parts))
+        if name == ".git" or gitpaths.anchors(path):  # whether its folder is a git folder is known at the end
+            found.append((path, _signature(fd, name, st, unlock, copy)))
+    return Survey(total, depth, {path: what for path, what in found if gitpaths.controlled(path, heads)})
 
 
-def check(copy: str, limit: int) -> None:
-    """Raise `InputError` before anything is written when `copy` cannot be synced: it writes more
-    than `limit` bytes (as `footprint` counts them) or goes deeper than `MAX_DEPTH` folders."""
-    total, depth = footprint(copy)
-    if total > limit:
+def _signature(fd: int, name: str, st: os.stat_result, unlock: bool, copy: bool) -> tuple:
+    """What entry `name` of folder `fd` (lstat `st`) is, equal for two entries only when a sync
+    leaves the one as the other; what cannot be read is unequal to anything."""
+    perm = stat.S_IMODE(st.st_mode) & 0o777
+    if stat.S_ISDIR(st.st_mode):
+        return ("folder", perm)
+    if stat.S_ISLNK(st.st_mode):
+        with contextlib.suppress(OSError):
+            return ("link", walk.granted(fd, unlock, 0o100, functools.partial(os.readlink, name, dir_fd=fd)))
+        return ("link", object())
+    if stat.S_ISREG(st.st_mode):
+        return ("file", perm, _digest(fd, name, unlock, copy) or object())
+    return ("other",)
+
+
+def _digest(fd: int, name: str, unlock: bool, copy: bool) -> bytes | None:
+    """The SHA-256 of regular file `name` in folder `fd`, or None when it cannot be read."""
+
+    def opened() -> int:
+        pfd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            if not stat.S_ISREG(os.fstat(pfd).st_mode):
+                raise FileNotFoundError(name)
+            reopen = functools.partial(os.open, f"/proc/self/fd/{pfd}", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            return walk.granted(pfd, unlock and copy, 0o400, reopen)
+        finally:
+            os.close(pfd)
+
+    try:
+        f = walk.granted(fd, unlock, 0o100, opened)
+    except OSError:
+        return None
+    try:
+        digest = hashlib.sha256()
+        while chunk := os.read(f, _CHUNK):
+            digest.update(chunk)
+        return digest.digest()
+    finally:
+        os.close(f)
+
+
+def check(copy: str, dest: str, disk_bytes: int) -> None:
+    """Raise `InputError` before anything is written when `copy` cannot be synced into `dest`: it
+    writes more than `dest` holds plus `disk_bytes` (as `Survey.bytes` counts them), goes deeper than
+    `MAX_DEPTH` folders, or differs from `dest` in an entry git runs or reads as configuration."""
+    ours, theirs = survey(dest, copy=False), survey(copy, copy=True)
+    limit = ours.bytes + disk_bytes
+    if theirs.bytes > limit:
         raise InputError(
-            f"the result would take {total >> 20} MiB, more than the disk cap allows ({limit >> 20} MiB, "
+            f"the result would take {theirs.bytes >> 20} MiB, more than the disk cap allows ({limit >> 20} MiB, "
             "hard links counted once per name)"
         )
-    if depth > MAX_DEPTH:
-        raise InputError(f"the result goes {depth} folders deep, more than {MAX_DEPTH}")
+    if theirs.depth > MAX_DEPTH:
+        raise InputError(f"the result goes {theirs.depth} folders deep, more than {MAX_DEPTH}")
+    if changed := sorted(p for p in ours.git.keys() | theirs.git.keys() if ours.git.get(p) != theirs.git.get(p)):
+        more = f" (and {len(changed) - 1} more)" if len(changed) > 1 else ""
+        raise InputError(f"the result changes {'/'.join(changed[0])!a}{more}, which git runs or reads as configuration")
+
+
+def _umask() -> int:
+    """The caller's umask, read without setting it (another thread may be creating files)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def _kept(st: os.stat_result, old: os.stat_result | None) -> bool:
+    """Whether the copy's entry (lstat `st`) has the type and permission bits of DIR's (`old`)."""
+    return (
+        old is not None
+        and stat.S_IFMT(old.st_mode) == stat.S_IFMT(st.st_mode)
+        and (old.st_mode ^ st.st_mode) & 0o777 == 0
+    )
+
+
+def _mode(st: os.stat_result, old: os.stat_result | None, umask: int, owner: int) -> int:
+    """The permission bits an entry the copy holds as `st` is written with over DIR's `old`: as DIR
+    had them when the command kept them, else the copy's within `umask` plus `owner`; never setuid,
+    setgid or sticky."""
+    perm = stat.S_IMODE(st.st_mode) & 0o777
+    return perm if _kept(st, old) else perm & ~umask | owner
 
 
 def _open_dir(name: str, fd: int) -> int:
@@ -129,7 +228,7 @@ def _same_content(a: int, b: int) -> bool:
 
 class _Sync:
     def __init__(self, root_caller: bool):
-        self.root_caller, self.changed = root_caller, 0
+        self.root_caller, self.changed, self.umask = root_caller, 0, _umask()
 
     def _chown(self, dfd: int, old: os.stat_result | None, chown) -> None:
         """A root caller gives what it writes the owner of the entry it replaces, else the folder's."""
@@ -153,18 +252,16 @@ class _Sync:
             if old is not None:
                 _remove(dfd, name, old)
             return
-        mode = stat.S_IMODE(st.st_mode) & 0o777 | 0o400
+        mode = _mode(st, old, self.umask, 0o400)
         try:
-            if old is not None and stat.S_ISREG(old.st_mode):
-                cur = walk.open_regular(dfd, name)
-                if cur is not None:
-                    try:
-                        if _same_content(src, cur):
-                            if stat.S_IMODE(old.st_mode) != mode:
-                                os.chmod(f"/proc/self/fd/{cur}", mode)
-                            return
-                    finally:
-                        os.close(cur)
+            # Only a file whose mode the command kept is compared: any change makes a new inode, as
+            # DIR's may be hard-linked from outside DIR, where a chmod would reach too.
+            if _kept(st, old) and (cur := walk.open_regular(dfd, name)) is not None:
+                try:
+                    if _same_content(src, cur):
+                        return
+                finally:
+                    os.close(cur)
             tmp = self._temp()
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             out = os.open(tmp, flags, 0o600, dir_fd=dfd)
@@ -210,6 +307,8 @@ class _Sync:
                 self.subfolder(sfd, dfd, name, st, old)
 
     def subfolder(self, sfd: int, dfd: int, name: str, st: os.stat_result, old: os.stat_result | None) -> None:
+        # A folder whose bits the command kept keeps DIR's (set-group-ID and sticky included).
+        mode = stat.S_IMODE(old.st_mode) if _kept(st, old) else _mode(st, None, self.umask, 0o700)
         if old is not None and not stat.S_ISDIR(old.st_mode):
             os.unlink(name, dir_fd=dfd)
             old = None
@@ -223,7 +322,6 @@ class _Sync:
                 if old is None:  # before its entries, which take a new folder's owner
                     self._chown(dfd, None, functools.partial(os.fchown, child_d))
                 self.folder(child_s, child_d)
-                mode = stat.S_IMODE(st.st_mode) & 0o777 | 0o700
                 if stat.S_IMODE(os.fstat(child_d).st_mode) != mode:
                     os.fchmod(child_d, mode)
             finally:
@@ -232,11 +330,11 @@ class _Sync:
             os.close(child_s)
 
 
-def sync_back(copy: str, dest: str, *, limit: int) -> int:
+def sync_back(copy: str, dest: str, *, disk_bytes: int) -> int:
     """Make folder `dest` (the caller's) hold what folder `copy` (a sandbox's, no command running in
     it) holds, as the module docstring says; returns how many entries of `dest` changed. Raises
-    `InputError` before writing anything when the copy cannot be synced (`check` with `limit`)."""
-    check(copy, limit)
+    `InputError` before writing anything when the copy cannot be synced (`check` with `disk_bytes`)."""
+    check(copy, dest, disk_bytes)
     sync = _Sync(os.geteuid() == 0)
     parent = os.open(os.path.dirname(os.path.abspath(copy)), _TOP)
     try:
@@ -259,17 +357,16 @@ def run_written_back(folder: str, config: SandboxConfig, command: str) -> tuple[
     one can be had, so the kernel holds the disk cap), then make `folder` hold what the copy holds,
     only when the command ended within its disk and time limits. Returns the result and, when
     `folder` was left exactly as it was, why (one line). Raises `InputError` when the folder cannot
-    be copied, when the copy cannot be synced (`check`: the folder is then as it was), or when the
-    folder refuses a write."""
+    be copied, when the copy cannot be synced (`check`: too large, too deep, or git configuration
+    changed; the folder is then as it was), or when the folder refuses a write."""
     folder = os.path.abspath(folder)
     try:
         with copies.repo_copy(folder, prefix="tw-exec-", disk_bytes=config.disk_bytes) as copy:
-            limit = footprint(folder)[0] + config.disk_bytes
             result = Sandbox(copy, config).run(command)
             if kept := [why for kind, why in _KEPT.items() if kind in result.limits]:
                 return result, f"{kept[0]}: nothing was written back, {folder} is as it was"
             try:
-                sync_back(copy, folder, limit=limit)
+                sync_back(copy, folder, disk_bytes=config.disk_bytes)
             except InputError as e:  # refused before anything was written
                 raise InputError(f"{e}: nothing was written back, {folder} is as it was") from None
             except OSError as e:  # the caller's own folder refused a change (a read-only folder of its own)

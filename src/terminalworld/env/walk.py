@@ -43,8 +43,8 @@ def _proc(fd: int) -> str:
     return f"/proc/self/fd/{fd}"  # the inode `fd` holds, even an O_PATH one: no name is looked up again
 
 
-def _granted(fd: int, unlock: bool, bits: int, call):
-    """`call()`, and when the folder `fd` holds refuses it and `unlock`: again with `bits` added to
+def granted(fd: int, unlock: bool, bits: int, call):
+    """`call()`, and when the folder (or file) `fd` holds refuses it and `unlock`: again with `bits` added to
     the owner's mode for the call (a non-root host owns what its commands made, whatever mode a
     command left, chmod 0 or a write-only 0300 included), the mode put back afterwards."""
     try:
@@ -62,7 +62,7 @@ def _granted(fd: int, unlock: bool, bits: int, call):
 
 def _listing(fd: int, unlock: bool) -> list[tuple[str, os.stat_result]]:
     """The entries of the folder `fd` holds (an O_PATH descriptor) with their lstat. `unlock` opens a
-    folder the caller may not read or search for the listing (see `_granted`)."""
+    folder the caller may not read or search for the listing (see `granted`)."""
 
     def entries() -> list[tuple[str, os.stat_result]]:
         rfd = os.open(".", _READ_DIR, dir_fd=fd)
@@ -77,7 +77,7 @@ def _listing(fd: int, unlock: bool) -> list[tuple[str, os.stat_result]]:
         return found
 
     try:
-        return _granted(fd, unlock, 0o500, entries)
+        return granted(fd, unlock, 0o500, entries)
     except (FileNotFoundError, PermissionError):
         return []
 
@@ -97,7 +97,7 @@ def walk(root: str, relpath: str = "", *, unlock: bool = False) -> Iterator[tupl
                 if stack:
                     parts.pop()
                     try:
-                        up = _granted(fd, unlock, 0o100, functools.partial(os.open, "..", _PATH, dir_fd=fd))
+                        up = granted(fd, unlock, 0o100, functools.partial(os.open, "..", _PATH, dir_fd=fd))
                     except PermissionError:  # a command took the search bit away: a poll measures again
                         raise TreeChanged(errno.EACCES, "a folder of the tree cannot be searched", root) from None
                     os.close(fd)
@@ -110,7 +110,7 @@ def walk(root: str, relpath: str = "", *, unlock: bool = False) -> Iterator[tupl
             if not stat.S_ISDIR(st.st_mode):
                 continue
             try:
-                child = _granted(fd, unlock, 0o100, functools.partial(os.open, name, _PATH, dir_fd=fd))
+                child = granted(fd, unlock, 0o100, functools.partial(os.open, name, _PATH, dir_fd=fd))
             except OSError:
                 continue  # vanished, or no longer a folder (ENOTDIR, ELOOP for a symlink)
             if not _same(os.fstat(child), st):
