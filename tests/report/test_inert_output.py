@@ -5,8 +5,10 @@ escaped while its own highlight colours still work; a page cell shows a reposito
 
 import json
 import sys
+from html.parser import HTMLParser
 
 import markdown
+import yaml
 
 from terminalworld.core.terminal import for_terminal, inert
 from terminalworld.eval.metrics import BUCKETS
@@ -14,11 +16,10 @@ from terminalworld.report.pages import Page
 from terminalworld.report.probe import probe_blocks
 from terminalworld.report.tables import Table, cell, to_markdown
 from terminalworld.train.maskview import ShowMaskConfig, show_mask
-from tests.paths import FIXTURES
+from tests.paths import FIXTURES, REPO_ROOT
 
 HOSTILE = "\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b[3Jgone"
 LINK = "[x](javascript:alert(1))"
-SITE_EXTENSIONS = ["tables", "attr_list", "md_in_html", "admonition"]  # mkdocs.yml's, those that parse markup
 
 
 def _trajectory(tmp_path):
@@ -76,7 +77,11 @@ def test_show_mask_on_a_terminal_escapes_bidi_controls(tmp_path, capsys, monkeyp
 
 
 def _html(text: str) -> str:
-    return markdown.markdown(text, extensions=SITE_EXTENSIONS)
+    """`text` rendered by Python-Markdown with the site's extensions and their settings (mkdocs.yml)."""
+    listed = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text())["markdown_extensions"]
+    names = [e if isinstance(e, str) else next(iter(e)) for e in listed]
+    settings = {k: v for e in listed if isinstance(e, dict) for k, v in e.items() if v}
+    return markdown.markdown(text, extensions=names, extension_configs=settings)
 
 
 def test_page_cells_show_hostile_names_as_typed():
@@ -94,8 +99,73 @@ def test_page_cells_show_hostile_names_as_typed():
     assert "<a " not in html and "<img" not in html and "<script" not in html and "<em onclick" not in html
     assert 'onclick="' not in html and html.count("<tr>") == len(names) + 1  # one row each, "a|b" one cell
     assert "[x]&#40;javascript:alert(1))" in html  # shown as typed
-    assert cell(LINK) == "[x]&#40;javascript:alert(1))" and cell("[x\\](y)") == "[x\\]&#40;y)"
+    assert cell(LINK) == "[x]&#40;javascript:alert(1))" and cell("[x\\](y)") == "[x&#92;]&#40;y)"
     assert cell("1768.4 [1500, 2000]") == "1768.4 [1500, 2000]" and cell("`{MARIN_PREFIX}/x`") == "`{MARIN_PREFIX}/x`"
+
+
+class _Cells(HTMLParser):
+    """The table body's rows as lists of (attributes, text) per cell, and every attribute seen."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[tuple[list, str]]] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self._cell: list | None = None
+
+    def handle_starttag(self, tag, attrs):
+        self.attrs += attrs
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = [attrs, ""]
+        elif self._cell is not None:
+            self._cell[0] = self._cell[0] + [(tag, None)]  # markup inside a cell
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append((self._cell[0], self._cell[1]))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1] += data
+
+
+# (cell text, what the page shows, the markup inside the cell): an attribute list at a cell's end or after an element, an
+# escaped pipe, a backslash at the cell's end, a typed entity, backticks that would pair across
+# cells, code spans (shown as code, a pipe in one included), raw HTML. Emphasis and code stay markup.
+CELL_ATTACKS = [
+    ("x {onclick=alert(1)}", None),
+    ("x {: onclick=alert(1) .c #i }", None),
+    ("*x* {onclick=alert(1)}", "x {onclick=alert(1)}", ["em"]),
+    ("x\\{onclick=alert(1)}", None),
+    ("a\\|b", None),
+    ("a\\\\|b", None),
+    ("a|b", None),
+    ("ends in a backslash\\", None),
+    ("&#124; &lt;b&gt;", None),
+    ("one ` tick", None),
+    ("``a`", None),
+    ("`a\\`|b`", None),
+    ("`x`{onclick=alert(1)}", "x{onclick=alert(1)}", ["code"]),
+    ("`a|b` and `{x}`", "a|b and {x}", ["code", "code"]),
+    ("`x {onclick=alert(1)}`", "x {onclick=alert(1)}", ["code"]),
+    ("<b onclick=alert(1)>b</b>", None),
+]
+
+
+def test_no_cell_text_becomes_an_attribute_list_or_splits_a_cell():
+    # Each attack in the first two of three columns, so a backtick in one would pair with the other's.
+    table = Table(["a", "b", "n"], [[text, text, 1] for text, *_ in CELL_ATTACKS])
+    parsed = _Cells()
+    parsed.feed(_html(to_markdown([table])))
+    assert not [a for a in parsed.attrs if a[0].startswith("on") or a[0] in ("id", "class")]
+    body = parsed.rows[1:]
+    assert len(body) == len(CELL_ATTACKS) and all(len(row) == 3 for row in body)
+    for (text, shown, *tags), row in zip(CELL_ATTACKS, body, strict=True):
+        for attrs, content in row[:2]:
+            assert content == (text if shown is None else shown), text
+            assert attrs == [(t, None) for t in (tags[0] if tags else [])], text
 
 
 def test_the_probe_page_shows_a_hostile_repository_as_text():

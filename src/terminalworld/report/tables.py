@@ -67,26 +67,60 @@ def to_markdown(blocks: Iterable[Block], level: int = 1) -> str:
     return "\n".join(markdown_lines(blocks, level)).rstrip() + "\n"
 
 
-# What could make corpus or model text in a cell into live markup, each broken with an HTML entity
-# (which no backslash before it can undo): a link or image (`[x](javascript:...)`, `[x][ref]`) at its
-# `](` or `][`, and an attribute list (`*x*{onclick=...}`) at a `{` right after an inline element.
+# What could make corpus or model text in a cell into live markup or break its row, each written as
+# an HTML entity (which no backslash before it can undo, and which the table's row splitter does not
+# see): a cell break (`|`, and `\` which would escape the next character, `\|` included), an
+# attribute list (`{onclick=...}` after an element or at the cell's end), HTML (`<`, and `&` so that
+# a typed entity shows as typed), a backtick that opens no code span in the cell (it would pair with
+# one in another cell and merge the two), and a link or image (`[x](javascript:...)`, `[x][ref]`) at
+# its `](` or `][`.
+_ENTITY = {"\\": "&#92;", "|": "&#124;", "{": "&#123;", "}": "&#125;", "<": "&lt;", "&": "&amp;", "`": "&#96;"}
+_PLAIN = re.compile(r"[\\|{}<&`]")
 _LINK = re.compile(r"\](\s*)([(\[])")
-_ATTRS = re.compile(r"(?<=[*_`)\]])\{")
+_TICKS = re.compile(r"`+")
 
 
 def cell(value: Any) -> str:
     """A value as a Markdown table cell: floats to 4 significant digits (big ones grouped), one line,
-    pipes escaped, and inert: no HTML (`<` escaped), no link, image or attribute list (`_LINK`,
-    `_ATTRS`), so a repository or model text shows as typed and never as markup."""
+    and inert: outside its code spans (`_code_spans`) no HTML, cell break, attribute list, link or
+    image (`_ENTITY`, `_LINK`); inside them text, as in any code span. A repository or model text
+    shows as typed and never as markup, in exactly one cell."""
     text = (f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}") if isinstance(value, float) else str(value)
-    text = text.replace("|", "\\|").replace("<", "&lt;").replace("\r", " ").replace("\n", " ")
-    text = _LINK.sub(lambda m: "]" + m.group(1) + ("&#40;" if m.group(2) == "(" else "&#91;"), text)
-    return _ATTRS.sub(lambda m: m.group() if _opens_code(text, m.start()) else "&#123;", text)
+    text = text.replace("\r", " ").replace("\n", " ")
+    out, at = [], 0
+    for start, end in _code_spans(text):
+        out += [_plain(text[at:start]), text[start:end]]
+        at = end
+    return "".join([*out, _plain(text[at:])])
 
 
-def _opens_code(text: str, at: int) -> bool:
-    """Whether the backtick before `at` opens a code span (an odd count up to it): `{` inside one is text."""
-    return text[at - 1] == "`" and text[:at].count("`") % 2 == 1
+def _plain(text: str) -> str:
+    text = _PLAIN.sub(lambda m: _ENTITY[m.group()], text)
+    return _LINK.sub(lambda m: "]" + m.group(1) + ("&#40;" if m.group(2) == "(" else "&#91;"), text)
+
+
+def _code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of `text`: a run of backticks up to the next run of the same
+    length, as both Python-Markdown's inline code and its table row splitter pair them. A span
+    whose text has a backslash before a backtick (its last one included) is left out, since the row
+    splitter reads that backtick as escaped and would pair the rest differently."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+    following: list[int | None] = [None] * len(runs)  # the next run of the same length, by run
+    last: dict[int, int] = {}
+    for k in range(len(runs) - 1, -1, -1):
+        size = runs[k][1] - runs[k][0]
+        following[k], last[size] = last.get(size), k
+    spans, i = [], 0
+    while i < len(runs):
+        close = following[i]
+        if close is None:
+            i += 1
+            continue
+        start, end = runs[i][0], runs[close][1]
+        if "\\`" not in text[start:end]:
+            spans.append((start, end))
+        i = close + 1
+    return spans
 
 
 def fixed(x: float | None, digits: int = 2) -> str:
