@@ -15,41 +15,21 @@ with an SFT checkpoint's chat template, as in the world-model probe.
 """
 
 import sys
-from dataclasses import asdict, dataclass
-from typing import Literal
 
 from fray.types import ResourceConfig
 from phase0_grid import BASE_MODEL, SCALES, grid, heldout, subsets
 
 from terminalworld.agent import steps as agent
+from terminalworld.agent.harness import HarnessConfig
 from terminalworld.pipeline.entry import main
 from terminalworld.sim import steps as sim
-
-
-@dataclass(frozen=True, kw_only=True)
-class Served(sim.DecodingOn):
-    """A decoding served by vLLM: `sim-eval`'s backend, dtype and temperature beside the cap and device."""
-
-    backend: Literal["hf", "vllm"]
-    dtype: Literal["float32", "bfloat16"]
-    temperature: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServedLoop(Served):
-    """A served decoding in the closed loop (tier 3), with the agent's limits there."""
-
-    max_turns: int
-    context_tokens: int
-    max_tokens_per_turn: int
-
 
 VERSION = "2026.12.03"
 # One H100 per grade is an estimate, not a measurement: no GPU figure exists yet; it is pending
 # benchmarks/results/gpu.json (benchmarks/gpu.py; docs/phase0.md, "Accelerator estimates").
 GPU = ResourceConfig.with_gpu("H100", count=1)
-DECODING = Served(backend="vllm", device="cuda", dtype="bfloat16", max_new_tokens=2048, temperature=0.0)
-LOOP = ServedLoop(**asdict(DECODING), max_turns=30, context_tokens=32768, max_tokens_per_turn=2048)
+DECODING = sim.Decoding(backend="vllm", device="cuda", dtype="bfloat16", max_new_tokens=2048)
+LOOP = HarnessConfig(max_turns=30, context_tokens=32768, max_tokens_per_turn=2048)  # tier 3's episodes
 LARGEST = max(SCALES.values())
 
 cells = grid()
@@ -60,14 +40,15 @@ grades = [
     sim.sim_grade(
         model=model,
         model_name=name,
-        decoding=decoding,
+        decoding=DECODING,
+        harness=harness,
         chat_template_from=cells[("full", "10K")] if name == "base" else None,
         resources=GPU,
         version=VERSION,
         **source,
     )
     for name, model in models.items()
-    for source, decoding in (({"heldout": heldout}, DECODING), ({"probes": probes}, DECODING), ({"tasks": tasks}, LOOP))
+    for source, harness in (({"heldout": heldout}, None), ({"probes": probes}, None), ({"tasks": tasks}, LOOP))
 ]
 
 if __name__ == "__main__":

@@ -59,11 +59,11 @@ listed in `DEPARTURES` and printed in the report beside the numbers.
 
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from terminalworld.agent import steps as agent
-from terminalworld.agent.steps import SampledEpisodes, SeededEpisodes
+from terminalworld.agent.harness import HarnessConfig
 from terminalworld.core.precision import BF16_FLAGS, native_bf16
 from terminalworld.corpus import steps as corpus
 from terminalworld.eval import steps as evaluation
@@ -73,7 +73,7 @@ from terminalworld.pipeline.walltime import run_walltimes, stage_walltimes
 from terminalworld.pipeline.zephyr import local_workers
 from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
-from terminalworld.sim.steps import Decoding, DecodingIn, DecodingOn
+from terminalworld.sim.steps import Decoding
 from terminalworld.train import steps as train
 from terminalworld.train.sft import MARIN_PRECISION, ShuffledSftRecipe
 
@@ -244,10 +244,8 @@ class Pilot:
     concurrent_trials: int = 4
     # 3 turns of 64 tokens (SHRINK step 2; was 4 of 96): read, edit, check; an edit command of the
     # pinpoint level is about 30 tokens.
-    harness: SampledEpisodes = field(
-        default_factory=lambda: SampledEpisodes(
-            max_turns=3, context_tokens=8192, max_tokens_per_turn=64, temperature=0.8
-        )
+    harness: HarnessConfig = field(
+        default_factory=lambda: HarnessConfig(max_turns=3, context_tokens=8192, max_tokens_per_turn=64, temperature=0.8)
     )
     # The simulator grade: tiers 1-2 for the base and each seed's largest (b) and (c); tier 1 on its
     # own smaller held-out draw; tier 3 (below) for the base and each seed's largest (b).
@@ -509,8 +507,8 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         new_tokens=trials * turns * per_turn,
     )
 
-    def harness(k: int) -> SeededEpisodes:
-        return SeededEpisodes(**asdict(p.harness), dtype=p.precision, seed=k)
+    def harness(k: int) -> HarnessConfig:  # the k-th seed's attempts draw their own samples
+        return replace(p.harness, seed=p.harness.seed + k)
 
     grades: list = []
     ladder: dict[str, list] = {}
@@ -527,6 +525,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                 model_name=name,
                 tasks=suite,
                 harness=harness(k),
+                dtype=p.precision,
                 n_attempts=p.attempts,
                 n_concurrent=p.concurrent_trials,
                 benchmark="heldout-tasks" if level == "function" else f"heldout-{level}-tasks",
@@ -540,9 +539,7 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
         purpose="loop", n=p.loop_tasks, seed=p.seed + 1, unseen_in=subsets, size=p.sft_size, version=v
     )
     sims = []
-    decode = DecodingOn(max_new_tokens=p.sim.max_new_tokens, device=p.device)
-    if p.precision != "float32":  # a stated precision enters the grades' inputs; float32 keeps them as they were
-        decode = DecodingIn(max_new_tokens=p.sim.max_new_tokens, device=p.device, dtype=p.precision)
+    decode = replace(p.sim, device=p.device, dtype=p.precision)
     new, loop_turns = p.sim.max_new_tokens, 8
     largest = [(f"{arm}-{seeded(p.scale_names[-1], k)}", k) for k in range(len(p.seeds)) for arm in ("full", "user")]
     for name, k in [("base", 0), *largest]:
@@ -576,7 +573,8 @@ def build(p: Pilot = Pilot()) -> PilotGraph:
                     model_name=f"{name}-as-agent",
                     decoding=decode,
                     tasks=loop_tasks,
-                    agent=(models[name], harness(k)),
+                    agent=models[name],
+                    harness=harness(k),
                     version=v,
                 )
             )

@@ -118,7 +118,7 @@ def test_reduced_pilot_end_to_end(tmp_path, monkeypatch):
         agent_tasks=2,
         agent_levels=("function", "pinpoint"),
         attempts=2,
-        harness=pilot.SampledEpisodes(max_turns=2, context_tokens=2048, max_tokens_per_turn=16, temperature=0.8),
+        harness=pilot.HarnessConfig(max_turns=2, context_tokens=2048, max_tokens_per_turn=16, temperature=0.8),
         sim_heldout_n=2,
         probes=10,
         loop_tasks=1,

@@ -29,30 +29,37 @@ def _fake(name: str):
 
 
 def test_a_local_grade_is_agent_evals_config_with_the_harness_fields():
-    limits = {"max_turns": 4, "context_tokens": 8192, "max_tokens_per_turn": 96, "temperature": 0.8}
-    typed = agent.local_grade(
-        model="smollm2", model_name="m", tasks=TASKS, harness=agent.SampledEpisodes(**limits), version=V
-    )
+    limits = {"max_turns": 4, "context_tokens": 8192, "max_tokens_per_turn": 96}
+    harness = HarnessConfig(**limits, temperature=0.8)
+    typed = agent.local_grade(model="smollm2", model_name="m", tasks=TASKS, harness=harness, version=V)
     config = materialized_config(typed.step, "/p")
     assert isinstance(config, AgentEvalConfig) and config.tasks == TASKS.step.path("/p")
     assert (config.max_turns, config.max_tokens_per_turn, config.temperature, config.seed) == (4, 96, 0.8, 0)
-    assert (config.model, config.agent, config.n_attempts) == ("smollm2", "model", 1)
-    # The same limits spelled as the whole harness are the same config, so the same identity.
-    seeded = agent.local_grade(model="smollm2", model_name="m", tasks=TASKS, harness=HarnessConfig(**limits), version=V)
-    assert seeded.step.fingerprint() == typed.step.fingerprint()
+    assert (config.model, config.agent, config.n_attempts, config.dtype) == ("smollm2", "model", 1, "float32")
+    # Limits alone are a greedy harness: the same config, so the same identity.
+    greedy = agent.local_grade(model="smollm2", model_name="m", tasks=TASKS, harness=HarnessConfig(**limits), version=V)
+    limited = agent.local_grade(
+        model="smollm2", model_name="m", tasks=TASKS, harness=agent.Episodes(**limits), version=V
+    )
+    assert limited.step.fingerprint() == greedy.step.fingerprint() != typed.step.fingerprint()
+    # A stated precision is the served model's, and a new identity.
+    bf16 = agent.local_grade(model="smollm2", model_name="m", tasks=TASKS, harness=harness, dtype="bfloat16", version=V)
+    assert materialized_config(bf16.step, "/p").dtype == "bfloat16"
+    assert bf16.step.fingerprint() != typed.step.fingerprint()
 
 
 def test_a_simulator_grade_is_sim_evals_config_with_its_template_checkpoint_a_dependency():
     full = Checkpoint(_fake("checkpoints/tw-test/full"))
     rows = _fake("tw-test/rows")
     heldout = HeldoutSet(rows, file="rows.jsonl")
-    decoding = sim.DecodingOn(max_new_tokens=64, device="cpu")
+    decoding = sim.Decoding(max_new_tokens=64)
     typed = sim.sim_grade(
         model="smollm2", model_name="base", heldout=heldout, decoding=decoding, chat_template_from=full, version=V
     )
     assert full.step in typed.step.deps and rows in typed.step.deps
     config = materialized_config(typed.step, "/p")
     assert isinstance(config, SimEvalConfig) and (config.max_new_tokens, config.device) == (64, "cpu")
+    assert (config.dtype, config.backend, config.temperature) == ("float32", "hf", 0.0)  # the decoding's defaults
     assert config.chat_template_from == "/p/checkpoints/tw-test/full/2026.01.01/hf"
     assert config.heldout == "/p/tw-test/rows/2026.01.01/rows.jsonl"
     assert config.out == f"/p/{artifacts.sim_grade(1, 'base')}/2026.01.01/{artifacts.SIM_ROWS}"

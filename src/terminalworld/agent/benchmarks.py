@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
 
+from terminalworld.agent.harness import HarnessConfig
 from terminalworld.errors import StepFailed
 
 
@@ -62,7 +62,7 @@ class BenchmarkGradeConfig:
     model_name: str
     benchmark: Benchmark
     agent: str
-    harness: dict[str, Any]
+    harness: HarnessConfig
     n_attempts: int
     secrets: list[str] = field(default_factory=list)
 
@@ -79,7 +79,7 @@ def grade_benchmark(cfg: BenchmarkGradeConfig) -> None:
         raise InputError(f"the agent grade needs the secrets {', '.join(missing)} in its environment")
     with local_copy(cfg.out) as local:
         tasks = cfg.benchmark.tasks(os.path.join(local, "dataset"))
-        served = {"model": cfg.model, "served_model": cfg.model_name, "max_model_len": cfg.harness["context_tokens"]}
+        served = {"model": cfg.model, "served_model": cfg.model_name, "max_model_len": cfg.harness.context_tokens}
         with vllm_server(**served) as url:
             run = {"tasks": tasks, "out": local, "agent": cfg.agent, "endpoint": url, "served_model": cfg.model_name}
-            agent_eval(AgentEvalConfig(**run, environment="daytona", n_attempts=cfg.n_attempts, **cfg.harness))
+            agent_eval(AgentEvalConfig(**run, environment="daytona", n_attempts=cfg.n_attempts, **asdict(cfg.harness)))

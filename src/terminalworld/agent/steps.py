@@ -5,11 +5,11 @@ stage's function on its config, built from the artifacts it reads."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
 
 from terminalworld.agent.benchmarks import Benchmark, BenchmarkGradeConfig, grade_benchmark
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.precision import Precision
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import AgentGrade, Model, Subsets, TaskSet, config_step, model_path
 from terminalworld.tasks.make import MakeTasksConfig, make_tasks
@@ -19,34 +19,13 @@ SECRETS = ("DAYTONA_API_KEY",)  # Harbor's Daytona environment
 
 @dataclass(frozen=True, kw_only=True)
 class Episodes:
-    """A grade's episode limits: `agent-eval`'s flags of the same names; a plan that sets more of
-    them passes `SampledEpisodes` (a temperature too) or the whole `HarnessConfig`."""
+    """An episode's limits alone, where the sampling is set elsewhere: a grade given them samples
+    greedily (`HarnessConfig`'s defaults), ECHO's recipe at its own temperature and seed. A plan that
+    samples its grades passes the whole `HarnessConfig`."""
 
     max_turns: int
     context_tokens: int
     max_tokens_per_turn: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampledEpisodes(Episodes):
-    """Episode limits with replies sampled at `temperature` (each attempt seeds its own sampling)."""
-
-    temperature: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampledEpisodesIn(SampledEpisodes):
-    """Sampled episodes whose model runs in a stated compute precision (`core.precision`)."""
-
-    dtype: Literal["float32", "bfloat16", "auto"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SeededEpisodes(SampledEpisodesIn):
-    """Sampled episodes whose attempts draw from `seed` (each attempt's own seed derives from it and
-    the trial's name), so two seeds of a plan sample different attempts; seed 0 is the default draw."""
-
-    seed: int = 0
 
 
 def task_suite(
@@ -81,13 +60,15 @@ def local_grade(
     model_name: str,
     tasks: TaskSet,
     harness: Episodes | HarnessConfig,
+    dtype: Precision = "float32",
     n_attempts: int = 1,
     n_concurrent: int = 2,
     benchmark: str = "heldout-tasks",
     version: str,
 ) -> AgentGrade:
     """`model`'s agent grade on the generated tasks, in process on loopback, every command in the
-    sandbox (`benchmark` names the suite in the artifact's path: one per level of the ladder).
+    sandbox (`benchmark` names the suite in the artifact's path: one per level of the ladder), served
+    in float32 unless the plan states another `dtype`, so a grade does not depend on the CPU.
     `n_concurrent` Harbor trials run at once; the loopback server decodes their requests together,
     sampled ones each with its own seed, so it sets the speed, not the tokens."""
     config = lambda ctx: AgentEvalConfig(  # noqa: E731
@@ -97,7 +78,8 @@ def local_grade(
         model=model_path(ctx, model),
         n_attempts=n_attempts,
         n_concurrent=n_concurrent,
-        **{"dtype": "float32", **asdict(harness)},  # float32 unless the plan's harness states a precision
+        dtype=dtype,
+        **asdict(harness),
     )
     name = artifacts.agent_grade(benchmark, model_name)
     return AgentGrade(
@@ -111,7 +93,7 @@ def harbor_grade(
     model_name: str,
     benchmark: Benchmark,
     agent: str,
-    harness: Episodes | HarnessConfig,
+    harness: HarnessConfig,
     n_attempts: int,
     resources=None,
     version: str,
@@ -124,7 +106,7 @@ def harbor_grade(
         model_name=model_name,
         benchmark=benchmark,
         agent=agent,
-        harness=asdict(harness),
+        harness=harness,
         n_attempts=n_attempts,
         secrets=list(SECRETS),
     )

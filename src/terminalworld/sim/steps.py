@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.precision import Precision
 from terminalworld.grounding.snapshots import GITHUB, StoreConfig, build_store_from
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import (
@@ -27,24 +29,14 @@ from terminalworld.sim.probes import ProbesConfig, make_probes
 
 @dataclass(frozen=True, kw_only=True)
 class Decoding:
-    """A simulator grade's decoding: `sim-eval`'s flags of the same names (`SimEvalConfig`); a
-    plan that sets more of them subclasses it with exactly those."""
+    """A simulator grade's decoding, in `sim-eval`'s names (`SimEvalConfig`); float32 unless a plan
+    states another precision (`core.precision`), so a grade does not depend on the machine's CPU."""
 
-    max_new_tokens: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecodingOn(Decoding):
-    """A decoding on a named device."""
-
-    device: Literal["cpu", "cuda"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecodingIn(DecodingOn):
-    """A decoding on a named device in a stated compute precision (`core.precision`)."""
-
-    dtype: Literal["float32", "bfloat16", "auto"]
+    max_new_tokens: int = 1024
+    temperature: float = 0.0
+    backend: Literal["hf", "vllm"] = "hf"
+    device: Literal["cpu", "cuda"] = "cpu"
+    dtype: Precision = "float32"
 
 
 def probe_set(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str) -> ProbeSet:
@@ -75,20 +67,22 @@ def sim_grade(
     decoding: Decoding,
     chat_template_from: Model | None = None,
     wrong_share: float = 0.0,
-    agent: tuple[Model, Any] | None = None,
+    agent: Model | None = None,
+    harness: HarnessConfig | None = None,
     resources=None,
     version: str,
 ) -> SimGrade:
     """`model` as a simulator on one of held-out rows (tier 1), probes (tier 2) or tasks (tier 3),
     rendered with `chat_template_from`'s chat template if given (a base model); on tasks, the
-    solver's episodes make wrong fixes for a `wrong_share` of them (seeded), so outcomes differ; or
-    `agent` (a checkpoint and its episode limits) acts instead of the solver."""
+    solver's episodes make wrong fixes for a `wrong_share` of them (seeded), so outcomes differ, or
+    the checkpoint `agent` acts instead; `harness` gives tier 3's episode limits."""
     if sum(x is not None for x in (heldout, probes, tasks)) != 1:
         raise ValueError("a simulator grade reads one of heldout, probes and tasks")
     tier = 1 if heldout else 2 if probes else 3
-    checkpoint, limits = agent if agent is not None and tasks is not None else (None, None)
+    checkpoint = agent if tasks is not None else None
     # The episode's limits only: sim-eval's one temperature is the simulator's and the agent's.
-    caps = {k: getattr(limits, k) for k in ("max_turns", "context_tokens", "max_tokens_per_turn")} if limits else {}
+    limits = ("max_turns", "context_tokens", "max_tokens_per_turn")
+    caps = {k: getattr(harness, k) for k in limits} if harness is not None and tasks is not None else {}
 
     def config(ctx) -> SimEvalConfig:
         if heldout:
@@ -105,7 +99,7 @@ def sim_grade(
             agent_model=model_path(ctx, checkpoint),
             **caps,
             **source,
-            **{"dtype": "float32", **asdict(decoding)},  # float32 unless the plan states a precision
+            **asdict(decoding),
         )
 
     deps = [model, heldout, probes, tasks, chat_template_from, checkpoint]
