@@ -11,7 +11,7 @@ from terminalworld.corpus.solver import wrong_fix
 from terminalworld.env.codetrees import discover_code_trees, module_name
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.tasks import layout
-from terminalworld.tasks.make import CHANGE_HINTS, LEVELS, MakeTasksConfig, make_tasks
+from terminalworld.tasks.make import CHANGE_HINTS, FIX_LEVELS, LEVELS, MakeTasksConfig, make_tasks
 
 
 def _files(task: Path) -> dict[str, bytes]:
@@ -88,16 +88,22 @@ def test_module_names():
 
 
 def test_the_ladder_holds_the_same_bugs_with_more_help_at_each_level(task_ladder):
-    suites = {level: json.loads((task_ladder / level / "manifest.json").read_text()) for level in LEVELS}
+    suites = {level: json.loads((task_ladder / level / "manifest.json").read_text()) for level in FIX_LEVELS}
     top = json.loads((task_ladder / "manifest.json").read_text())
-    assert top["levels"] == list(LEVELS) and len(top["tasks"]) == 3
+    assert top["levels"] == list(LEVELS) == ["command", *FIX_LEVELS] and len(top["tasks"]) == 3
+    # The command level, at the bottom, is a suite of its own tasks from the same unseen trees.
+    commands = json.loads((task_ladder / "command" / "manifest.json").read_text())
+    assert commands["level"] == "command" and top["command_tasks"] == len(commands["tasks"]) == 3
+    assert [p.name for p in layout.task_order(str(task_ladder / "command"))] == [
+        t["task_id"] for t in commands["tasks"]
+    ]
     for level, suite in suites.items():
         assert suite["level"] == level and [t | {"level": level} for t in top["tasks"]] == suite["tasks"]
         assert [p.name for p in layout.task_order(str(task_ladder / level))] == [t["task_id"] for t in top["tasks"]]
     for entry in top["tasks"]:
-        tasks = {level: task_ladder / level / entry["task_id"] for level in LEVELS}
+        tasks = {level: task_ladder / level / entry["task_id"] for level in FIX_LEVELS}
         files = {level: _files(t) for level, t in tasks.items()}
-        for level in LEVELS:  # only the instruction and the level differ
+        for level in FIX_LEVELS:  # only the instruction and the level differ
             differ = {k for k in files[level] if files[level][k] != files["function"][k]}
             assert differ == (set() if level == "function" else {"instruction.md", "task.toml"})
             meta = tomllib.loads((tasks[level] / "task.toml").read_text())["metadata"]
@@ -116,7 +122,7 @@ def test_the_ladder_holds_the_same_bugs_with_more_help_at_each_level(task_ladder
         assert buggy in text["pinpoint"] and CHANGE_HINTS[entry["kind"]] in text["pinpoint"]
 
 
-@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("level", FIX_LEVELS)
 def test_known_answers_at_every_level(task_ladder, workdir, level):
     """At each level: the bugged repository (nop) scores 0, the oracle 1, and the scripted solver
     exactly the episodes it fixes right; its steps of a fix are the ones its commands reach."""

@@ -232,29 +232,34 @@ def trial_steps(
     return steps
 
 
-def trial_process(trial_dir: Path, *, agent: str, tasks: Path | None, solved: bool | None) -> dict[str, bool | None]:
-    """The steps of a fix of one Harbor trial folder: the agent's commands from its trajectory
-    (or Harbor's own agents' known commands), the diff the verifier recorded, the task's bug."""
-    said = None
+def trial_commands(trial_dir: Path, *, agent: str) -> tuple[list[tuple[str, str]], tuple[int, int] | None]:
+    """A Harbor trial's (command, output) pairs, from its trajectory (or Harbor's own agents' known
+    commands), and its (replies, valid replies), None without a trajectory of replies."""
     if agent == "nop":
-        pairs: list[tuple[str, str]] = []
-    elif agent == "oracle":
-        pairs = [(c, "") for c in ORACLE_COMMANDS]
-    else:
-        text = read_capped(trial_dir / "agent" / "trajectory.json")
-        try:
-            messages = json.loads(text)["messages"] if text else []
-        except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
-            messages = []
-        messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
-        pairs, said = commands_and_outputs(messages), replies(messages)
-    task = _task_name(trial_dir)
+        return [], None
+    if agent == "oracle":
+        return [(c, "") for c in ORACLE_COMMANDS], None
+    text = read_capped(trial_dir / "agent" / "trajectory.json")
+    try:
+        messages = json.loads(text)["messages"] if text else []
+    except (json.JSONDecodeError, KeyError, TypeError, RecursionError):
+        messages = []
+    messages = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    return commands_and_outputs(messages), replies(messages)
+
+
+def trial_process(trial_dir: Path, *, agent: str, tasks: Path | None, solved: bool | None) -> dict[str, bool | None]:
+    """The steps of a fix of one Harbor trial folder: the agent's commands (`trial_commands`), the
+    diff the verifier recorded, the task's bug."""
+    pairs, said = trial_commands(trial_dir, agent=agent)
+    task = task_name(trial_dir)
     bug = bug_location(tasks / task) if tasks is not None and task else None
     diff = read_capped(trial_dir / "verifier" / SUBMISSION_DIFF)
     return trial_steps(pairs=pairs, bug=bug, diff=diff, solved=solved, replies=said)
 
 
-def _task_name(trial_dir: Path) -> str | None:
+def task_name(trial_dir: Path) -> str | None:
+    """The task a Harbor trial folder ran (from its `result.json`), None when it does not say one."""
     text = read_capped(trial_dir / "result.json")
     try:
         name = json.loads(text or "")["task_name"]
@@ -265,9 +270,11 @@ def _task_name(trial_dir: Path) -> str | None:
 
 def rates(rows: list[dict[str, Any]]) -> dict[str, dict[str, float | int | None]]:
     """Per step, the share of scored trials that reached it (over those where it is known) and the
-    count it is over; and the mean over scored trials of the share of valid replies."""
+    count it is over; and the mean over scored trials of the share of valid replies. The steps of a
+    fix always; the steps of another kind of task (`command_steps`) where its trials are."""
     out = {}
-    for s in (*STEPS, "valid_reply_share"):
+    other = [k for r in rows for k in r.get("process") or {} if k not in (*STEPS, "valid_reply_share")]
+    for s in (*STEPS, *dict.fromkeys(other), "valid_reply_share"):
         vals = [r["process"][s] for r in rows if r.get("scored") and r.get("process", {}).get(s) is not None]
         out[s] = {"rate": sum(vals) / len(vals) if vals else None, "n": len(vals)}
     return out

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from terminalworld.agent import process
+from terminalworld.agent import command_steps, process
 from terminalworld.errors import ResultsError
 
 SOLVED = 0.99  # Marin's threshold: a reward at or above it is a solve
@@ -111,8 +111,8 @@ def _span(result: dict[str, Any]) -> float | None:
 
 def read_trials(job_dir: Path, *, agent: str = "model", tasks: Path | None = None) -> list[dict[str, Any]]:
     """Rows of every trial of a Harbor job folder that wrote its `result.json`, sorted by trial,
-    each with the steps of a fix it reached (`process`; the bugs' files and functions come from the
-    task folders under `tasks`)."""
+    each with the steps it reached (of a fix: `process`; of a command task: `command_steps`; the
+    tasks' files and references come from the task folders under `tasks`)."""
     rows = []
     for path in sorted(job_dir.glob("*/result.json")):
         try:
@@ -120,7 +120,8 @@ def read_trials(job_dir: Path, *, agent: str = "model", tasks: Path | None = Non
         except (json.JSONDecodeError, KeyError) as e:
             raise ResultsError(f"{path}: not a Harbor trial result ({e})") from None
         solved = None if row["reward"] is None else row["reward"] >= SOLVED
-        row["process"] = process.trial_process(path.parent, agent=agent, tasks=tasks, solved=solved)
+        steps = command_steps.trial_process(path.parent, agent=agent, tasks=tasks, solved=solved)
+        row["process"] = steps or process.trial_process(path.parent, agent=agent, tasks=tasks, solved=solved)
         rows.append(row)
     return sorted(rows, key=lambda r: (r["task"], r["trial"]))
 

@@ -170,13 +170,15 @@ SOLVING = "solving.jsonl.gz"
 
 def solving_tasks(tasks_dir: Path) -> list[Path]:
     """The task folders of a suite, or of every level of a ladder (`tasks make --level ladder`:
-    a suite per level under `<level>/`), levels in the ladder's order."""
+    a suite per level under `<level>/`), levels in the ladder's order; command tasks left out (the
+    solver records fixes, and a command task has no bug)."""
     path = tasks_dir / "manifest.json"
     manifest = json.loads(path.read_text()) if path.is_file() else {}
     # A ladder's top manifest names its levels; each level's own manifest also names its `level`.
     levels = manifest.get("levels", []) if "level" not in manifest else []
     roots = [tasks_dir / level for level in levels] if levels else [tasks_dir]
-    return [p for root in roots for p in sorted(root.iterdir()) if (p / "task.toml").is_file()]
+    found = [p for root in roots for p in sorted(root.iterdir()) if (p / "task.toml").is_file()]
+    return [p for p in found if layout.command_spec(p) is None]
 
 
 def record_solving_shard(

@@ -14,6 +14,11 @@ it runs the code under test, which can write anything it writes, so where the pr
 without their expected values (`blind_cases`) and the host compares (`verdict`); any other task's
 reward is read as hostile (`read_reward`). Why and what each attack meets: docs/manual/sandbox.md,
 "Rewards cannot be forged from inside".
+
+A command task (`tasks.commands`) has the same folders: its tests hold the reference answer
+(`tests/expected.json`) and `answercheck.py` as `tests/check.py`, its solution the reference
+commands. The sandbox sees the reference blinded (`blind_command_tests`); the host reads the
+trial's repository and grades it (`command_verdict`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from terminalworld.core import scratch
 from terminalworld.env import copies, walk
 from terminalworld.env.sandbox import Sandbox, SandboxConfig
 from terminalworld.errors import InputError, VerifierError
+from terminalworld.tasks import answercheck
 
 REPO_DIR = "environment/repo"
 REWARD_BYTES = 64
@@ -41,6 +47,9 @@ VERIFIER_BYTES = 16 << 20  # ... and bytes; the rest is dropped, named in DROPPE
 DROPPED_NOTE = "dropped.txt"
 _REWARD = re.compile(rb"[ \t]*(\d+(?:\.\d+)?)[ \t]*\n?")
 CHECK_SCRIPT = Path(__file__).with_name("casecheck.py")
+ANSWER_SCRIPT = Path(__file__).with_name("answercheck.py")
+EXPECTED = "expected.json"  # a command task's reference, in tests/: the host's alone
+BLIND_EXPECTED = '{"kind": "blind"}\n'  # what the sandbox sees in its place: the host grades
 
 TEST_SH = """#!/bin/bash
 # Runs FAIL_TO_PASS and PASS_TO_PASS cases; reward 1 only when every case passes.
@@ -55,6 +64,20 @@ status=$?
 rm -rf "$cache"
 cat /logs/verifier/cases.jsonl
 if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
+"""
+
+COMMAND_TEST_SH = """#!/bin/bash
+# Checks the answer against tests/expected.json; reward 1 when it is right.
+cd /testbed
+mkdir -p /logs/verifier
+if python3 -B /tests/check.py /tests/expected.json > /logs/verifier/check.log 2>&1; then echo 1; else echo 0; fi \
+  > /logs/verifier/reward.txt
+"""
+
+COMMAND_SOLVE_SH = """#!/bin/bash
+# The reference commands.
+cd /testbed
+{commands}
 """
 
 SOLVE_SH = """#!/bin/bash
@@ -133,6 +156,89 @@ def write_task(
         os.chmod(task_dir / script, 0o755)
 
 
+COMMAND_TASK_TOML = """version = "1.0"
+
+[metadata]
+author_name = "terminalworld"
+difficulty = "easy"
+category = "terminal"
+tags = ["generated", "command", "{family}"]
+repo = "{repo}"
+source_version = "{version}"
+family = "{family}"
+variant = "{variant}"
+target = {target_toml}
+answer_file = {answer_toml}
+seed = {seed}
+level = "command"
+
+[verifier]
+timeout_sec = 60.0
+
+[agent]
+timeout_sec = 600.0
+
+[environment]
+build_timeout_sec = 600.0
+cpus = 1
+memory_mb = 2048
+storage_mb = 4096
+"""
+
+
+def write_command_task(
+    task_dir: Path,
+    *,
+    repo_dir: Path,
+    instruction: str,
+    expected: dict[str, Any],
+    commands: str,
+    metadata: dict[str, Any],
+) -> None:
+    """Write a command task's folder around `repo_dir` (moved into it): the reference `expected`
+    (`answercheck`), the reference `commands` as the solution."""
+    (task_dir / "tests").mkdir(parents=True)
+    (task_dir / "solution").mkdir()
+    shutil.move(str(repo_dir), task_dir / REPO_DIR)
+    (task_dir / "environment" / "Dockerfile").write_text(DOCKERFILE)
+    (task_dir / "instruction.md").write_text(instruction)
+    toml = {k: toml_string(str(metadata.get(k) or "")) for k in ("target", "answer_file")}
+    (task_dir / "task.toml").write_text(
+        COMMAND_TASK_TOML.format(**metadata, target_toml=toml["target"], answer_toml=toml["answer_file"])
+    )
+    (task_dir / "tests" / "test.sh").write_text(COMMAND_TEST_SH)
+    shutil.copyfile(ANSWER_SCRIPT, task_dir / "tests" / "check.py")
+    (task_dir / "tests" / EXPECTED).write_text(json.dumps(expected, indent=1) + "\n")
+    (task_dir / "solution" / "solve.sh").write_text(COMMAND_SOLVE_SH.format(commands=commands))
+    for script in ("tests/test.sh", "solution/solve.sh"):
+        os.chmod(task_dir / script, 0o755)
+
+
+def command_spec(task_dir: Path) -> dict[str, Any] | None:
+    """A command task's reference (`tests/expected.json`, a file the host wrote), None for any other task."""
+    path = task_dir / "tests" / EXPECTED
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def command_verdict(spec: dict[str, Any], repo: str) -> tuple[float, bool]:
+    """(reward, whether an answer was written) of the trial's repository copy `repo` (a host folder a
+    sandbox wrote) against the reference `spec`: every file read without following a link, a regular
+    file of at most `answercheck.MAX_BYTES`, or none."""
+    right, written = answercheck.check(spec, lambda rel: walk.read_regular(repo, rel, max_bytes=answercheck.MAX_BYTES))
+    return float(right), written
+
+
+def blind_command_tests(root: str, relpath: str) -> None:
+    """Make the verifier's tests folder `root/relpath` of a command task one the host grades: the
+    reference replaced by `BLIND_EXPECTED`, and the host's own `test.sh` and check script."""
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        for name, text in ((EXPECTED, BLIND_EXPECTED), ("test.sh", COMMAND_TEST_SH)):
+            Path(scratch_dir, name).write_text(text)
+            os.chmod(Path(scratch_dir, name), 0o755 if name == "test.sh" else 0o644)
+            walk.copy_in(os.path.join(scratch_dir, name), root, f"{relpath}/{name}")
+    walk.copy_in(str(ANSWER_SCRIPT), root, f"{relpath}/check.py")
+
+
 def toml_string(text: str) -> str:
     """`text` as a TOML basic string: JSON's escapes, plus the control character JSON leaves raw."""
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
@@ -159,6 +265,7 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
     generated task's reward is the host's `verdict`; the reference solution is bound only to run it."""
     cases_file = task_dir / "tests" / "cases.json"
     cases = json.loads(cases_file.read_text()) if cases_file.is_file() else None
+    spec = command_spec(task_dir)
     harness = [task_dir / "tests", task_dir / "solution"]
     copies.make_room(os.path.dirname(repo_dir), sum(walk.tree_bytes(str(d)) for d in harness) + walk.ENTRY_BYTES * 4)
     tmp = scratch.make_dir("tw-verify-", os.path.dirname(repo_dir))
@@ -168,6 +275,8 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
         shutil.copytree(task_dir / "tests", binds["/tests"])
         if cases is not None:
             blind_tests(cases, tmp, "tests")
+        if spec is not None:
+            blind_command_tests(tmp, "tests")
         if solve:
             binds["/solution"] = f"{tmp}/solution"
             shutil.copytree(task_dir / "solution", binds["/solution"])
@@ -176,6 +285,8 @@ def verify(task_dir: Path, repo_dir: Path, *, solve: bool = False, config: Sandb
         if solve:
             sandbox.run("bash /solution/solve.sh")
         sandbox.run("bash /tests/test.sh")  # returns once every process of the sandbox is gone
+        if spec is not None:
+            return command_verdict(spec, str(repo_dir))[0]
         if cases is not None:
             return verdict(cases, walk.read_regular(f"{tmp}/logs", "verifier/cases.jsonl", max_bytes=CASES_BYTES))
         reward = read_reward(f"{tmp}/logs", "verifier")

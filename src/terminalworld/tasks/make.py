@@ -17,11 +17,13 @@ For each code tree, in an order seeded by `seed`:
    solution fixes it. A task that fails any check is dropped and counted in `manifest.json`.
 
 The instruction is written at one level of a ladder of help (`LEVELS`), declared before any model
-is graded: `issue` shows the failing call and its wrong output as a user would report it (no file,
-no hint of where the bug is); `function` adds the file that defines the function and the
-reproduction command; `pinpoint` adds the buggy line, quoted with its number, and the kind of
-change it needs. `--level ladder` writes every level from the same bugs, one suite per level under
-`OUT/<level>/`: only `instruction.md` and the level in `task.toml` differ between them.
+is graded: `command`, at the bottom, is no bug at all but a task one or two shell commands solve
+(`tasks.commands`, its own tasks from the same unseen trees); `issue` shows the failing call and
+its wrong output as a user would report it (no file, no hint of where the bug is); `function` adds
+the file that defines the function and the reproduction command; `pinpoint` adds the buggy line,
+quoted with its number, and the kind of change it needs. `--level ladder` writes every level, one
+suite per level under `OUT/<level>/`; the fix levels (`FIX_LEVELS`) come from the same bugs, and
+only `instruction.md` and the level in `task.toml` differ between them.
 
 Everything is seeded by (seed, repo), so the same seed and trees give the same tasks.
 """
@@ -57,10 +59,11 @@ from terminalworld.env.codetrees import (
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
-from terminalworld.tasks import layout
+from terminalworld.tasks import commands, layout
 from terminalworld.tasks.bugs import Bug, has_candidates, inject
 
-LEVELS = ("issue", "function", "pinpoint")
+LEVELS = ("command", "issue", "function", "pinpoint")
+FIX_LEVELS = LEVELS[1:]  # the levels that ask for a bug fix: the same bugs, more help at each
 # What the pinpoint level says about the change each kind of bug needs (never the fixed text).
 CHANGE_HINTS = {
     "flip_comparison": "A comparison operator on that line is the wrong way round (such as `<` for `<=`, or `==` for `!=`).",
@@ -93,14 +96,21 @@ class MakeTasksConfig:
     max_modules: int = option(6, minimum=1, help="modules of a repository tried before giving up on it")
     max_bugs: int = option(12, minimum=1, help="bugs tried per function")
     workers: int = option(0, minimum=0, help="repositories in parallel (0: one per core)")
-    level: Literal["issue", "function", "pinpoint", "ladder"] = option(
-        "function", help="help in the instruction: issue, function, pinpoint, or ladder (each level in OUT/<level>/)"
+    level: Literal["command", "issue", "function", "pinpoint", "ladder"] = option(
+        "function",
+        help="help in the instruction: command (no bug: a shell-command task), issue, function, pinpoint, "
+        "or ladder (each level in OUT/<level>/)",
     )
 
 
 def levels(cfg: MakeTasksConfig) -> tuple[str, ...]:
     """The levels a run writes."""
     return LEVELS if cfg.level == "ladder" else (cfg.level,)
+
+
+def fix_levels(cfg: MakeTasksConfig) -> tuple[str, ...]:
+    """The levels a run writes that ask for a bug fix."""
+    return tuple(level for level in levels(cfg) if level in FIX_LEVELS)
 
 
 def level_dir(out: Path, cfg: MakeTasksConfig, level: str) -> Path:
@@ -301,7 +311,7 @@ def _write(
     metadata = {"repo": tree.repo, "version": tree.version, "module": module, "function": bug.function}
     metadata |= {"kind": bug.kind, "seed": cfg.seed, "path": rel, "line": bug.line, "wrong_output": got}
     staging = work / f"task-{task_id}"
-    text = {level: instruction(level, module=module, case=f2p[0], got=got, path=rel, bug=bug) for level in LEVELS}
+    text = {level: instruction(level, module=module, case=f2p[0], got=got, path=rel, bug=bug) for level in FIX_LEVELS}
     layout.write_task(
         staging, repo_dir=bugged, instruction=text["function"], cases=cases, patch=patch, metadata=metadata
     )
@@ -312,7 +322,7 @@ def _write(
     if checks != {"original": 1.0, "bugged": 0.0, "oracle": 1.0}:
         shutil.rmtree(staging)
         return None
-    for level in levels(cfg):  # the same validated task, each level's instruction
+    for level in fix_levels(cfg):  # the same validated task, each level's instruction
         dest = level_dir(out, cfg, level) / task_id
         shutil.rmtree(dest, ignore_errors=True)  # a task of an earlier, interrupted run
         shutil.copytree(staging, dest, symlinks=True)
@@ -339,48 +349,64 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     out = Path(cfg.out)
     for level in levels(cfg):
         level_dir(out, cfg, level).mkdir(parents=True, exist_ok=True)
-    workers = cfg.workers or os.cpu_count() or 1
-    tasks: list[dict] = []
-    dropped: Counter = Counter()
+    base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    positions = {tree.repo: i for i, tree in enumerate(trees)}
 
     def job(tree: CodeTree) -> tuple[list[dict], Counter]:
         # The probe's sandbox writes in the work folder, so it is a copy too; each check gets its own.
-        base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
         with copies.copy_space("tw-tasks-", dir=base, content_bytes=materialized_bytes(tree)) as work:
             return _try_repo(tree, cfg, Path(work), out)
 
-    tried = 0
-    with tqdm(total=cfg.n, desc="tasks", unit="task") as bar, ThreadPoolExecutor(workers) as pool:
-        # Batches run in parallel, but results are taken in tree order up to the n-th task, so the
-        # tasks and the counts never depend on the number of workers.
-        for start in range(0, len(trees), workers):
-            for made, lost in pool.map(job, trees[start : start + workers]):
-                if len(tasks) >= cfg.n:
-                    _remove(out, cfg, made)
-                    continue
-                tried += 1
-                dropped += lost
-                kept = made[: cfg.n - len(tasks)]
-                _remove(out, cfg, made[len(kept) :])
-                tasks += kept
-                bar.update(len(kept))
-            if len(tasks) >= cfg.n:
-                break
-    manifest = {
+    def command_job(tree: CodeTree) -> tuple[list[dict], Counter]:
+        with copies.copy_space("tw-tasks-", dir=base, content_bytes=materialized_bytes(tree)) as work:
+            return commands.try_repo(
+                tree,
+                seed=cfg.seed,
+                position=positions[tree.repo],
+                per_repo=cfg.per_repo,
+                work=Path(work),
+                out=level_dir(out, cfg, "command"),
+            )
+
+    common = {
         "config": {k: v for k, v in vars(cfg).items() if k not in ("out", "workers")},
         "levels": list(levels(cfg)),
-        "tasks": tasks,
-        "repos": sorted({t["repo"] for t in tasks}),
-        "repos_tried": tried,
-        "dropped": dict(sorted(dropped.items())),
+    }
+    excluded_counts = {
         "excluded_repos": len(excluded),
         "exclude_scanned": tally.counts["scanned"],
         "exclude_malformed": tally.counts["malformed"],
         "exclude_bad_lines": tally.bad_lines,
     }
-    suites = {
-        level: manifest | {"level": level, "tasks": [t | {"level": level} for t in tasks]} for level in levels(cfg)
-    }
+    suites: dict[str, dict[str, Any]] = {}
+    manifest: dict[str, Any] = {}
+    if fix_levels(cfg):
+        tasks, dropped, tried = _gather(trees, cfg, job, lambda made: _remove(out, cfg, made), "tasks")
+        manifest = common | {
+            "tasks": tasks,
+            "repos": sorted({t["repo"] for t in tasks}),
+            "repos_tried": tried,
+            "dropped": dict(sorted(dropped.items())),
+            **excluded_counts,
+        }
+        suites |= {
+            level: manifest | {"level": level, "tasks": [t | {"level": level} for t in tasks]}
+            for level in fix_levels(cfg)
+        }
+    if "command" in levels(cfg):
+        cmd_dir = level_dir(out, cfg, "command")
+        remove = lambda made: [shutil.rmtree(cmd_dir / t["task_id"]) for t in made]  # noqa: E731
+        tasks, dropped, tried = _gather(trees, cfg, command_job, remove, "command tasks")
+        suites["command"] = common | {
+            "level": "command",
+            "tasks": [t | {"level": "command"} for t in tasks],
+            "families": dict(Counter(t["family"] for t in tasks)),
+            "repos": sorted({t["repo"] for t in tasks}),
+            "repos_tried": tried,
+            "dropped": dict(sorted(dropped.items())),
+            **excluded_counts,
+        }
+        manifest["command_tasks"] = len(tasks)  # the ladder's top manifest: its tasks are the bugs
     for level, suite in suites.items():  # each level is a suite of its own (`layout.task_order`)
         write_json(str(level_dir(out, cfg, level) / "manifest.json"), suite)
     if cfg.level != "ladder":
@@ -389,7 +415,33 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     return manifest
 
 
+def _gather(trees: list[CodeTree], cfg: MakeTasksConfig, job, remove, desc: str) -> tuple[list[dict], Counter, int]:
+    """Run `job` on the trees, `cfg.workers` at a time, until `cfg.n` tasks: the tasks, the counts of
+    what was dropped and the number of trees tried. Batches run in parallel, but results are taken
+    in tree order up to the n-th task (`remove` deletes the extra ones), so the tasks and the counts
+    never depend on the number of workers."""
+    workers = cfg.workers or os.cpu_count() or 1
+    tasks: list[dict] = []
+    dropped: Counter = Counter()
+    tried = 0
+    with tqdm(total=cfg.n, desc=desc, unit="task") as bar, ThreadPoolExecutor(workers) as pool:
+        for start in range(0, len(trees), workers):
+            for made, lost in pool.map(job, trees[start : start + workers]):
+                if len(tasks) >= cfg.n:
+                    remove(made)
+                    continue
+                tried += 1
+                dropped += lost
+                kept = made[: cfg.n - len(tasks)]
+                remove(made[len(kept) :])
+                tasks += kept
+                bar.update(len(kept))
+            if len(tasks) >= cfg.n:
+                break
+    return tasks, dropped, tried
+
+
 def _remove(out: Path, cfg: MakeTasksConfig, made: list[dict]) -> None:
     for extra in made:
-        for level in levels(cfg):
+        for level in fix_levels(cfg):
             shutil.rmtree(level_dir(out, cfg, level) / extra["task_id"])

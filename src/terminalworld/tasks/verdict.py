@@ -2,13 +2,15 @@
 
 A sandboxed command can write anything in the verifier's folder, so the host reads it as hostile
 and owns every file a grade depends on: the reward (the host's `layout.verdict` on the case lines
-of a generated task, else a checked `reward.txt`), the submission diff (`submission`, from the
+of a generated task, `layout.command_verdict` on the trial's repository for a command task, with
+whether an answer was written in `COMMAND_RECORD`, else a checked `reward.txt`), the submission diff (`submission`, from the
 trial's repository copy), and the note of what a capped copy left out (`layout.DROPPED_NOTE`).
 The Harbor environment's download hook makes this one call (`judge`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -20,7 +22,8 @@ from terminalworld.errors import VerifierError
 from terminalworld.tasks import layout
 from terminalworld.tasks.submission import SUBMISSION_DIFF, submission_diff
 
-HOST_FILES = ("reward.txt", "reward.json", SUBMISSION_DIFF)  # what the host writes, never copied
+COMMAND_RECORD = "command.json"  # a command task's {"written": ...}: evidence for its steps
+HOST_FILES = ("reward.txt", "reward.json", SUBMISSION_DIFF, COMMAND_RECORD)  # what the host writes, never copied
 
 
 @dataclass(frozen=True)
@@ -73,14 +76,18 @@ def judge(
     cases: list[dict[str, Any]] | None,
     original: Path | None,
     repo: str,
+    expected: dict[str, Any] | None = None,
 ) -> Verdict:
     """The verdict on the verifier's folder `top/below` (a host folder a sandbox wrote in), written
     into the host's copy `target`: the folder copied under caps without the files the host owns,
-    then the host's reward (from the case lines when the task has `cases`, else `reward.txt`,
-    checked) and the diff from the task's repository `original` to the trial's copy `repo`.
+    then the host's reward (from the trial's repository `repo` when the task is a command task with
+    reference `expected`, from the case lines when it has `cases`, else `reward.txt`, checked) and the diff from the task's repository `original` to the trial's copy `repo`.
     Raises `VerifierError` on a reward file that is not one (a reward.json is refused): a failed
     submission, never a forged score."""
-    if cases is None:
+    written = None
+    if expected is not None:
+        reward, written = layout.command_verdict(expected, repo)
+    elif cases is None:
         if walk.lstat(top, f"{below}/reward.json") is not None:
             raise VerifierError(f"{os.path.join(top, below)}/reward.json: refused; the reward is reward.txt alone")
         reward = layout.read_reward(top, below)
@@ -91,6 +98,8 @@ def judge(
         (target / name).unlink(missing_ok=True)
     if reward is not None:
         (target / "reward.txt").write_text(f"{reward:g}\n")
+    if written is not None:
+        (target / COMMAND_RECORD).write_text(json.dumps({"written": written}) + "\n")
     diff = submission_diff(str(original), repo) if original is not None and original.is_dir() else None
     if diff is not None:
         (target / SUBMISSION_DIFF).write_text(diff)

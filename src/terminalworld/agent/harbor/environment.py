@@ -44,8 +44,10 @@ class SandboxEnvironment(BaseEnvironment):
         self._space = contextlib.ExitStack()  # the trial's copy (`env.copies`), removed at stop()
         self._sandbox: Sandbox | None = None
         cases = self.environment_dir.parent / "tests" / "cases.json"
-        # A generated task's cases, expected values included, stay on the host, which grades them.
+        # A generated task's cases, expected values included, stay on the host, which grades them;
+        # so does a command task's reference answer.
         self._cases = json.loads(cases.read_text()) if cases.is_file() else None
+        self._expected = layout.command_spec(self.environment_dir.parent)
 
     @staticmethod
     def type() -> str:
@@ -125,6 +127,8 @@ class SandboxEnvironment(BaseEnvironment):
         walk.copy_in(str(source_dir), *self._place(target_dir))
         if tests and self._cases is not None and os.path.isfile(os.path.join(source_dir, "cases.json")):
             layout.blind_tests(self._cases, *self._place("/tests"))
+        if tests and self._expected is not None:
+            layout.blind_command_tests(*self._place("/tests"))
         await self._claim()
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
@@ -167,6 +171,7 @@ class SandboxEnvironment(BaseEnvironment):
             cases=self._cases,
             original=self.environment_dir / "repo",
             repo=str(self._host(REPO_MOUNT)),
+            expected=self._expected,
         )
 
     async def exec(
