@@ -166,13 +166,21 @@ def _masks(uid: int, gids: frozenset[int]) -> tuple[tuple[str, ...], tuple[str, 
     return tuple(files), tuple(folders)
 
 
+def system_binds() -> tuple[str, ...]:
+    """The host folders every sandbox binds read-only at the same path: the system folders that are
+    folders here (the others are symlinks inside as here). What a sandbox can read of the host is
+    these, minus the masked entries of /etc (`env.visible` indexes the Python sources in them)."""
+    return tuple(d for d in _SYSTEM_DIRS if not os.path.islink(d) and os.path.isdir(d))
+
+
 def _sandbox_args(config: SandboxConfig, ident: tuple[int, int] | None, repo_args: list[str]) -> list[str]:
     """bwrap's options, all but the binary and the command, around the repository mount."""
     args = _ISOLATION.split()
+    binds = system_binds()
     for d in _SYSTEM_DIRS:
         if os.path.islink(d):
             args += ["--symlink", os.readlink(d), d]
-        elif os.path.isdir(d):
+        elif d in binds:
             args += ["--ro-bind", d, d]
     if ident is None:
         files, folders = _masks(os.geteuid(), frozenset([os.getegid(), *os.getgroups()]))

@@ -167,3 +167,16 @@ def inject(source: str, tree: ast.Module, func: ast.FunctionDef) -> list[Bug]:
 def has_candidates(source: str, func: ast.FunctionDef) -> bool:
     """Whether `func` has any candidate edit at all (cheap: nothing is verified)."""
     return any(all(e is not None for e in edits) for *_, edits in _edits(func, source, _offsets(source)))
+
+
+def fixed_lines(original: str, bug: Bug) -> list[str]:
+    """The lines of `original` that `bug` changed or removed, which its fix writes back: those between
+    the longest common run of leading lines and the longest of trailing ones."""
+    old, new = original.splitlines(), bug.source.splitlines()
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return old[head : len(old) - tail]

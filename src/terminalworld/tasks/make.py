@@ -36,6 +36,7 @@ import json
 import os
 import random
 import shutil
+import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from tqdm import tqdm
 
 from terminalworld.core.formats import iter_trajectories
 from terminalworld.core.records import Tally, tallied, write_json
-from terminalworld.env import copies
+from terminalworld.env import copies, visible
 from terminalworld.env.codetrees import (
     CodeTree,
     discover_code_trees,
@@ -60,7 +61,7 @@ from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
 from terminalworld.options import option
 from terminalworld.tasks import commands, layout
-from terminalworld.tasks.bugs import Bug, has_candidates, inject
+from terminalworld.tasks.bugs import Bug, fixed_lines, has_candidates, inject
 
 LEVELS = ("command", "issue", "function", "pinpoint")
 FIX_LEVELS = LEVELS[1:]  # the levels that ask for a bug fix: the same bugs, more help at each
@@ -238,6 +239,12 @@ def _try_repo(tree: CodeTree, cfg: MakeTasksConfig, work: Path, out: Path) -> tu
             others = [c for name, cs in sorted(calls.items()) if name != function for c in _cases(module, name, cs)]
             own = _cases(module, function, calls[function])
             for bug in candidates[: cfg.max_bugs]:
+                # A fix a command can copy from the sandbox's system folders solves the task unseen.
+                if (seen := visible.fix_seen(function, fixed_lines(source, bug))) is not None:
+                    dropped["fix_readable_in_sandbox"] += 1
+                    where = f"{tree.repo} {module}.{function}:{bug.line}"
+                    tqdm.write(f"{where}: fix readable in the sandbox at {seen}", file=sys.stderr)
+                    continue
                 (orig / rel).write_text(bug.source)
                 outcomes = _outcomes(sandbox, probe, own + others)
                 (orig / rel).write_text(source)
