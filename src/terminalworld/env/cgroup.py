@@ -145,8 +145,9 @@ class Group:
 @functools.cache
 def sweep(where: Hierarchy) -> None:
     """Remove the empty groups of processes that no longer exist (killed before their cleanup);
-    once per process and hierarchy, before its first group. A group still in use is left alone: its
-    sandbox died with its bwrap, and a group seen from another pid namespace may not be what it seems."""
+    once per process and hierarchy, before its first group. A group still in use is left alone: a
+    sandbox left in it is `env.reaper.sweep`'s to end (at this process's first sandbox, before its
+    first group), and a group seen from another pid namespace may not be what it seems."""
     with contextlib.suppress(OSError):
         for name in os.listdir(where.parent):
             m = _NAME.fullmatch(name)

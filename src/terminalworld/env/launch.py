@@ -11,7 +11,9 @@ Ending SIGKILLs that pid 1 through its pidfd, which makes the kernel kill every 
 namespace, whatever they did to themselves (a cleared parent-death signal, a new session); the pidfd
 turns readable only once the kernel has reaped them all. With a cgroup, whatever is left in it is
 then killed, and the group is removed once empty. A process leaves neither way: the pid
-namespace has no way out, and the sandbox sees no cgroup filesystem.
+namespace has no way out, and the sandbox sees no cgroup filesystem. Should the caller die before
+`end`, by any signal, `env.reaper` kills that pid 1 (it gets the pidfd before anything runs inside),
+and the next caller sweeps sandboxes left by one whose reaper died too.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import threading
 from dataclasses import dataclass, field
 
 from terminalworld.core import scratch
-from terminalworld.env import cgroup, holder, seccomp
+from terminalworld.env import cgroup, holder, reaper, seccomp
 from terminalworld.errors import SandboxUnavailable
 
 _CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)')
@@ -132,6 +134,7 @@ def launch(
     caller). stdin is /dev/null; stdout and stderr share one pipe. `via`: the holder in whose
     namespaces bwrap starts (`env.holder`), which writes the sandbox's id maps."""
     ids = ident or (os.geteuid(), os.getegid())
+    reaper.sweep(ids[0])  # sandboxes of callers that died, before this process's first
     # Popen switches identity in C between fork and exec: thread-safe, unlike preexec_fn, and one exec
     # cheaper than a setpriv wrapper. No environment: bwrap is pid 1 inside, its /proc/1/environ readable.
     spawn = {"cwd": "/", "env": {}} | ({} if ident is None else {"user": ids[0], "group": ids[1], "extra_groups": []})
@@ -173,6 +176,7 @@ def launch(
             pid = int(m.group(1))
             launched.init = os.pidfd_open(pid)
             launched.pid = pid
+            reaper.watch(launched.init)  # ended should this process die before `end`
             if via is not None:
                 via.map_root(pid)
             else:

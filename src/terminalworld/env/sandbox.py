@@ -2,10 +2,11 @@
 
 It is a security boundary against a hostile model issuing arbitrary bash that fights back (its own
 processes, host-side walks of what it wrote, limits user space counts): fresh namespaces, no
-capability, a seccomp filter (`env.seccomp`), a killed pid namespace at the end (`env.launch`),
-fd-based walks (`env.walk`), capped copies (`env.copies`) and per-command limits, each named by a
-note after the output. The threat model, what is not defended, the limits and their cost are on the
-docs site's "The sandbox and the recorder" page (docs/manual/sandbox.md).
+capability, a seccomp filter (`env.seccomp`), a killed pid namespace at the end (`env.launch`) or at
+the caller's death (`env.reaper`), fd-based walks (`env.walk`), capped copies (`env.copies`) and
+per-command limits, each named by a note after the output. The threat model, what is not defended,
+the limits and their cost are on the docs site's "The sandbox and the recorder" page
+(docs/manual/sandbox.md).
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ _RESERVED = {"", "proc", "dev", "tmp", REPO_MOUNT[1:], *(d[1:] for d in _SYSTEM_
 # No nested user namespace: the seccomp filter denies it (bwrap's --disable-userns excludes the handshake).
 _ISOLATION = "--unshare-user --uid 0 --gid 0 --cap-drop ALL --unshare-net --unshare-pid "
 _ISOLATION += "--unshare-ipc --unshare-uts --unshare-cgroup-try --die-with-parent --new-session"
+# pid 1 is dumpable (no exec since the user namespace): a write to its memory could clear its parent-death
+# signal. Read-only mounts hide that memory; `env.reaper` ends a sandbox with its caller regardless.
+_PID1_MEMORY = ("/proc/1/mem", "/proc/1/task/1/mem")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,6 +194,7 @@ def _sandbox_args(config: SandboxConfig, ident: tuple[int, int] | None, repo_arg
     args += [a for d in folders for a in ("--tmpfs", d, "--remount-ro", d)]
     size = str(config.tmp_bytes)
     args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    args += [a for path in _PID1_MEMORY for a in ("--ro-bind", "/dev/null", path)]
     args += ["--size", size, "--tmpfs", "/tmp", "--dir", config.home, *repo_args, "--chdir", REPO_MOUNT]
     args += ["--remount-ro", "/", "--hostname", "sandbox", "--clearenv"]
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": config.home, "LC_ALL": "C", "LANG": "C", "TZ": "UTC"}
