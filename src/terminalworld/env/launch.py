@@ -114,10 +114,11 @@ def _map_root(pid: int, uid: int, gid: int) -> None:
 
 
 def _oom_first(pid: int) -> None:
-    """Make `pid` (and what it forks) the OOM killer's first pick. Written by a host with
-    CAP_SYS_RESOURCE (root), the value is also the floor the kernel lets the process's descendants
-    lower it to; an unprivileged host's write is only the start value (the shell inside writes it
-    too), which a command may lower back to 0."""
+    """Make `pid` (and what it forks) the OOM killer's first pick. Written by a caller with
+    CAP_SYS_RESOURCE, the value is also the floor the kernel lets the process's descendants lower it
+    to. Root without it (a container or VM may drop it) is like any other caller: its write is only
+    the start value (the shell inside writes it too), which a command may lower to the caller's own
+    floor (what the caller itself may set: 0, unless a process with the capability set it lower)."""
     with contextlib.suppress(OSError), open(f"/proc/{pid}/oom_score_adj", "w") as f:
         f.write("1000\n")
 
