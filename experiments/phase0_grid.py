@@ -35,7 +35,7 @@ V = {
     "subsets": "2026.11.01",
     "heldout": "2026.11.01",
     "tokenized": "2026.11.02",
-    "checkpoint": "2026.11.03",
+    "checkpoint": "2026.12.07",  # the recipe names whether Levanter shuffles the rows (SftRecipe.shuffle)
 }
 
 

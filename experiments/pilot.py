@@ -75,7 +75,7 @@ from terminalworld.report import steps as reports
 from terminalworld.sim import steps as sim
 from terminalworld.sim.steps import Decoding
 from terminalworld.train import steps as train
-from terminalworld.train.sft import MARIN_PRECISION, ShuffledSftRecipe
+from terminalworld.train.sft import MARIN_PRECISION, SftRecipe
 
 ARMS = ("assistant", "full", "user")
 
@@ -337,13 +337,14 @@ SHRINK = (
 )
 
 
-def recipe(p: Pilot, steps: int, seed: int) -> ShuffledSftRecipe:
+def recipe(p: Pilot, steps: int, seed: int) -> SftRecipe:
     """The write-up's SFT recipe, scaled; each change and its reason is in `DEPARTURES`. Weight decay
     0.1 and gradient clipping at 30 as the write-up; constant LR after `warmup_steps` (a whole number
     of steps above 1, so the LR at a step does not depend on the run's length); `seed` keys the data
     order (Levanter's permutation of the packed rows), so a continued run keeps it. The
     architecture's window is SmolLM2's own (8,192)."""
-    return ShuffledSftRecipe(
+    return SftRecipe(
+        shuffle=True,
         epochs=1.0,
         steps=steps,
         batch_size=p.batch_size,

@@ -15,8 +15,8 @@ def test_sft_echo_1m_plan_shows_pinned_gcs_paths_and_starts_nothing(tmp_path):
     r = _plan("experiments/sft_echo_1m.py", HOME=str(tmp_path))
     assert r.returncode == 0, r.stderr
     out = r.stdout
-    assert "checkpoints/terminalworld/full-1M@2026.11.03" in out
-    assert "output:    gs://marin-us-east5/checkpoints/terminalworld/full-1M/2026.11.03" in out
+    assert "checkpoints/terminalworld/full-1M@2026.12.07" in out
+    assert "output:    gs://marin-us-east5/checkpoints/terminalworld/full-1M/2026.12.07" in out
     assert "output:    gs://marin-us-east5/terminalworld/tokenized/full-1M/2026.11.02" in out
     assert "resources: tpu v5p-32" in out and '"batch_size": 64' in out and '"learning_rate": 2e-05' in out
     assert '"init_from": "Qwen/Qwen3-1.7B-Base"' in out and '"max_seq_len": 32768' in out
@@ -31,7 +31,7 @@ def test_sft_echo_1m_plan_shows_pinned_gcs_paths_and_starts_nothing(tmp_path):
 
 def test_marin_prefix_remaps_the_same_layout(tmp_path):
     r = _plan("experiments/sft_echo_1m.py", MARIN_PREFIX=str(tmp_path))
-    assert f"output:    {tmp_path}/checkpoints/terminalworld/full-1M/2026.11.03" in r.stdout
+    assert f"output:    {tmp_path}/checkpoints/terminalworld/full-1M/2026.12.07" in r.stdout
     assert not any(tmp_path.iterdir())
 
 
@@ -68,7 +68,7 @@ def test_echo_grpo_plan_pins_the_papers_recipe_and_starts_nothing(tmp_path):
     for value in ('"n_samples_per_prompt": 16', '"train_batch_size": 16', '"learning_rate": 1e-06', '"clip": 0.2'):
         assert out.count(value) == 3, value
     assert out.count('"temperature": 0.8') == 3 and out.count('"strategy": "megatron"') == 3
-    assert '"per_repo": 8' in out and "checkpoints/terminalworld/full-1M@2026.11.03" in out
+    assert '"per_repo": 8' in out and "checkpoints/terminalworld/full-1M@2026.12.07" in out
     assert not any(tmp_path.iterdir())
 
 
@@ -83,5 +83,5 @@ def test_phase05_plan_grades_every_simulator_at_three_tiers_on_gpu_and_starts_no
     assert out.count("resources: gpu H100") == 21 and out.count('"backend": "vllm"') == 21
     assert "terminalworld/probes@2026.12.03" in out and '"n": 500' in out
     assert "terminalworld/tasks/closed-loop@2026.12.03" in out and "assistant-" not in out.split("sim-eval")[1]
-    assert '"chat_template_from": "gs://marin-us-east5/checkpoints/terminalworld/full-10K/2026.11.03/hf"' in out
+    assert '"chat_template_from": "gs://marin-us-east5/checkpoints/terminalworld/full-10K/2026.12.07/hf"' in out
     assert not any(tmp_path.iterdir())

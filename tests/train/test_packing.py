@@ -187,7 +187,7 @@ def test_a_shuffled_recipe_serves_the_same_rows_in_an_order_keyed_by_its_seed(le
     import haliax as hax
     import jax
 
-    from terminalworld.train.sft import SftRecipe, ShuffledSftRecipe, levanter_data_config
+    from terminalworld.train.sft import SftConfig, SftRecipe, TinyQwen3, levanter_data_config, train_lm_config
 
     packed, _, tokdir, _, tmp = levanter_dataset
     # Eight sequences told apart by their second token.
@@ -208,5 +208,11 @@ def test_a_shuffled_recipe_serves_the_same_rows_in_an_order_keyed_by_its_seed(le
     assert sorted(order(1)) == list(range(8)) and order(1) == order(1)
     assert any(order(s) != order(1) for s in (2, 3, 4))
     shape = dict(epochs=1.0, batch_size=1, learning_rate=1e-4, warmup=2.0, min_lr_ratio=1.0, weight_decay=0.1)
-    shape |= dict(max_grad_norm=30.0, seed=1, seq_len=SEQ_LEN, max_seq_len=SEQ_LEN)
-    assert ShuffledSftRecipe(**shape).shuffle and not hasattr(SftRecipe(**shape), "shuffle")
+    shape |= dict(max_grad_norm=30.0, seed=1, seq_len=SEQ_LEN, max_seq_len=SEQ_LEN, tiny=TinyQwen3(**TINY))
+
+    def served(recipe: SftRecipe) -> bool:  # whether the run's Levanter data is shuffled
+        paths = dict(rows=[str(path)], tokenizer=tokdir, cache_dir=str(tmp), output_dir=str(tmp / "run"))
+        run = SftConfig(**paths, export_dir=str(tmp / "hf"), num_train_steps=1, recipe=recipe)
+        return train_lm_config(run).data.shuffle
+
+    assert served(SftRecipe(**shape, shuffle=True)) and not served(SftRecipe(**shape))

@@ -102,17 +102,10 @@ class SftRecipe:
     # Levanter's `TrainerConfig.mp`: parameters and optimizer state stay float32, the forward and
     # backward compute in bfloat16, as Marin's runs do.
     mp: str = MARIN_PRECISION
-
-
-@dataclass(frozen=True)
-class ShuffledSftRecipe(SftRecipe):
-    """A recipe whose packed rows Levanter serves in a full permutation keyed by `seed`: runs that
-    differ only in `seed` see the same sequences in different orders (the pilot's seeds), and a run
-    continued to more steps keeps its order, so its checkpoints stay nested prefixes of one order.
-    A subclass rather than a field of `SftRecipe`, so that recipes already built keep their
-    fingerprints."""
-
-    shuffle: bool = True
+    # Levanter serves the packed rows in a full permutation keyed by `seed`: runs that differ only in
+    # `seed` see the same sequences in other orders, and a run continued to more steps keeps its
+    # order, so its checkpoints stay nested prefixes of one order. Off: the rows' own order.
+    shuffle: bool = False
 
 
 @dataclass(frozen=True)
@@ -133,7 +126,7 @@ class SftConfig:
 
 def levanter_data_config(rows: list[str], tokenizer: str, cache_dir: str, shuffle: bool = False):
     """Levanter data over our packed rows, read as prebuilt rows with their loss weights; with
-    `shuffle`, in a full permutation keyed by the trainer's seed (`ShuffledSftRecipe`)."""
+    `shuffle`, in a full permutation keyed by the trainer's seed (`SftRecipe.shuffle`)."""
     from levanter.data.text.datasets import DatasetComponent, LmDataConfig, UrlDatasetSourceConfig
     from levanter.data.text.formats import PrebuiltLmDatasetFormat
 
@@ -203,7 +196,7 @@ def train_lm_config(cfg: SftConfig):
         max_grad_norm=r.max_grad_norm,
     )
     return TrainLmConfig(
-        data=levanter_data_config(cfg.rows, cfg.tokenizer, cfg.cache_dir, shuffle=getattr(r, "shuffle", False)),
+        data=levanter_data_config(cfg.rows, cfg.tokenizer, cfg.cache_dir, shuffle=r.shuffle),
         trainer=trainer,
         model=model,
         train_seq_len=r.seq_len,
