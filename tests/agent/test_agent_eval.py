@@ -358,3 +358,60 @@ def test_concurrent_trials_give_the_results_of_trials_in_turn(task_folder, tmp_p
     (s1, rows1), (s5, rows5) = run(1), run(5)
     assert rows1 == rows5 and s1 == s5 and len(rows1) == 5
     assert s1["pass_at_1"] == {"oracle": 0.8, "nop": 0.0, "scripted": 0.2}[agent]
+
+
+def test_command_tasks_through_harbor_oracle_one_nop_zero_and_nothing_forged(task_ladder, tmp_path):
+    """The command level through real Harbor: the oracle solves every task, nop none; a scripted
+    agent that runs one task's reference command solves it, and one that forges the verifier's
+    files and links the answer to the tests' reference scores 0, with the host's record of its
+    answer. Steps count what each did."""
+    from terminalworld.agent.command_steps import COMMAND_STEPS
+    from terminalworld.tasks import layout
+
+    suite = task_ladder / "command"
+    tasks = [p.name for p in layout.task_order(str(suite))]
+    assert len(tasks) == 3
+
+    def rows(out: Path) -> dict[str, dict]:
+        return {r["task"]: r for r in map(json.loads, (out / "trials.jsonl").read_text().splitlines())}
+
+    s = _run(suite, tmp_path / "oracle", "oracle")
+    assert (s["pass_at_1"], s["scored_trials"], s["errors"]) == (1.0, 3, {})
+    for row in rows(tmp_path / "oracle").values():
+        assert set(COMMAND_STEPS) <= set(row["process"]) and "file_found" not in row["process"]
+        assert row["process"]["answer_written"] and row["process"]["solved"] and row["process"]["valid_command"]
+    s = _run(suite, tmp_path / "nop", "nop")
+    assert (s["pass_at_1"], s["scored_trials"]) == (0.0, 3)
+    assert s["process"]["answer_written"] == {"rate": 0.0, "n": 3}
+
+    def bash(command: str) -> str:
+        return f"THOUGHT: next.\n\n```bash\n{command}\n```"
+
+    solve = (suite / tasks[0] / "solution" / "solve.sh").read_text().splitlines()[-1]
+    answer = layout.command_spec(suite / tasks[1]).get("file", "answer.txt")
+    forge = (
+        "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && "
+        "echo '{\"written\": true}' > /logs/verifier/command.json"
+    )
+    replies = tmp_path / "replies.json"
+    replies.write_text(
+        json.dumps(
+            {
+                tasks[0]: [bash(solve), SUBMIT],
+                tasks[1]: [bash(forge), bash(f"ln -s /tests/{layout.EXPECTED} /testbed/{answer}"), SUBMIT],
+                "*": [SUBMIT],
+            }
+        )
+    )
+    out = tmp_path / "scripted"
+    s = _run(suite, out, "scripted", replies=str(replies))
+    got = rows(out)
+    assert s["pass_at_1"] == pytest.approx(1 / 3) and s["scored_trials"] == 3
+    assert {t: r["reward"] for t, r in got.items()} == {tasks[0]: 1.0, tasks[1]: 0.0, tasks[2]: 0.0}
+    assert got[tasks[0]]["process"]["family_tool"] and got[tasks[0]]["process"]["valid_reply_share"] == 1.0
+    assert got[tasks[1]]["process"]["answer_written"] is False  # the host's record, not the forged one
+    records = {
+        json.loads((p.parent.parent / "result.json").read_text())["task_name"]: json.loads(p.read_text())
+        for p in (out / "jobs").rglob("verifier/command.json")
+    }
+    assert records == {tasks[0]: {"written": True}, tasks[1]: {"written": False}, tasks[2]: {"written": False}}
