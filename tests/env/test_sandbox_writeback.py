@@ -264,6 +264,55 @@ def test_an_unprivileged_caller_never_writes_back_git_configuration(repo, workdi
     _check_git(repo, workdir, config, refusals, WRITEBACK_UID)
 
 
+# The operator's own configuration names files of the worktree: a hooks folder and an included
+# config. A command writing them is refused; one changing anything else comes back.
+CONFIGURED = {
+    "hook": "mkdir .husky && printf '#!/bin/sh\\ntouch PWNED\\n' > .husky/post-checkout && chmod 755 .husky/post-checkout",
+    "include": "printf '[core]\\n\\tfsmonitor = \"touch PWNED; false\"\\n' > extra.gitconfig",
+    "edit": "echo three > a.txt",
+}
+
+
+def _configured_repo(repo: Path, uid: int | None) -> dict[str, bytes]:
+    """`_git_repo` with `core.hooksPath .husky` and `include.path` of `extra.gitconfig` in the worktree,
+    set by the operator before the run; what the files git reads as configuration hold."""
+    _git_repo(repo, None)
+    (repo / "extra.gitconfig").write_text("[user]\n\tname = t\n")
+    _host_git(repo, "config", "core.hooksPath", ".husky")
+    _host_git(repo, "config", "include.path", "../extra.gitconfig")
+    if uid is not None:
+        as_user.own(uid, repo, *repo.rglob("*"))
+    return {name: (repo / name).read_bytes() for name in (".git/config", "extra.gitconfig")}
+
+
+def _check_configured(repo: Path, workdir: Path, before: dict, refusals: dict, uid: int | None) -> None:
+    _host_git(repo, "status", uid=uid)
+    _host_git(repo, "checkout", "-q", "-b", "x", uid=uid)
+    assert not (repo / "PWNED").exists() and not (workdir / "PWNED").exists()
+    assert {name: (repo / name).read_bytes() for name in before} == before
+    assert not (repo / ".husky").exists()
+    assert "'.husky'" in refusals["hook"] and "nothing was written back" in refusals["hook"]
+    assert "'extra.gitconfig'" in refusals["include"] and "nothing was written back" in refusals["include"]
+    assert refusals["edit"] is None and (repo / "a.txt").read_text() == "three\n"
+
+
+def test_a_root_caller_never_writes_back_what_the_operators_configuration_names(repo, workdir, capsys):
+    before = _configured_repo(repo, None)
+    refusals = {name: _exec(repo, command, capsys) for name, command in CONFIGURED.items()}
+    _check_configured(repo, workdir, before, refusals, None)
+
+
+@unprivileged(WRITEBACK_UID)
+def test_an_unprivileged_caller_never_writes_back_what_the_operators_configuration_names(repo, workdir):
+    before = _configured_repo(repo, WRITEBACK_UID)
+    refusals = {}
+    for name, command in CONFIGURED.items():
+        output, status, _, kept, error = as_user.run(WRITEBACK_UID, CALLER, repo, command, CAP, cwd=workdir)
+        assert error is not None or (status, kept) == (0, None), output
+        refusals[name] = error
+    _check_configured(repo, workdir, before, refusals, WRITEBACK_UID)
+
+
 def test_a_root_caller_writes_modes_back_as_new_files_within_its_umask(repo, outside, umask022, capsys):
     _layout_modes(repo, outside, None)
     assert _exec(repo, MODES, capsys) is None

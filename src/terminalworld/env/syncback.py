@@ -24,8 +24,9 @@ no longer has are removed from DIR.
 Before anything is written, a result is refused (`check`) when it would write more than DIR holds
 plus the disk cap (hard links count once per name, since each is written as a file of its own), goes
 deeper than `MAX_DEPTH` folders, or differs from DIR in any entry git runs or reads as configuration
-(`env.gitpaths`: `.git/config`, hooks, ...; type, permission bits, content or link text): the
-operator's git would run what the command wrote there. Unchanged files are compared, not rewritten,
+(`env.gitpaths`: `.git/config`, hooks, ..., and what the operator's own git configuration names in
+DIR, such as a `core.hooksPath` folder or an included file; type, permission bits, content or link
+text): the operator's git would run what the command wrote there. Unchanged files are compared, not rewritten,
 so the work is bounded by what DIR held and what the copy's cap let the command add.
 """
 
@@ -61,10 +62,11 @@ class Survey:
     git: dict[tuple[str, ...], tuple]  # each entry git runs or reads as configuration: what it is
 
 
-def survey(tree: str, *, copy: bool) -> Survey:
+def survey(tree: str, *, copy: bool, named: gitpaths.Named = gitpaths.NOTHING) -> Survey:
     """`tree` as `Survey` holds it, only while no command runs in it. `copy`: the tree is the
     sandbox's, whose files an unprivileged caller may make readable for the read; DIR's files are
-    only read as they are (one of them may be hard-linked from outside DIR)."""
+    only read as they are (one of them may be hard-linked from outside DIR). `named`: what the
+    operator's git configuration names in DIR (`gitpaths.configured`)."""
     unlock = os.geteuid() != 0
     total = depth = 0
     heads, found = set(), []
@@ -74,9 +76,9 @@ def survey(tree: str, *, copy: bool) -> Survey:
         path = (*parts, name)
         if name == "HEAD":
             heads.add(tuple(parts))
-        if name == ".git" or gitpaths.anchors(path):  # whether its folder is a git folder is known at the end
+        if name == ".git" or gitpaths.anchors(path) or named.covers(path):  # git folders are known at the end
             found.append((path, _signature(fd, name, st, unlock, copy)))
-    return Survey(total, depth, {path: what for path, what in found if gitpaths.controlled(path, heads)})
+    return Survey(total, depth, {path: what for path, what in found if gitpaths.controlled(path, heads, named)})
 
 
 def _signature(fd: int, name: str, st: os.stat_result, unlock: bool, copy: bool) -> tuple:
@@ -123,8 +125,10 @@ def _digest(fd: int, name: str, unlock: bool, copy: bool) -> bytes | None:
 def check(copy: str, dest: str, disk_bytes: int) -> None:
     """Raise `InputError` before anything is written when `copy` cannot be synced into `dest`: it
     writes more than `dest` holds plus `disk_bytes` (as `Survey.bytes` counts them), goes deeper than
-    `MAX_DEPTH` folders, or differs from `dest` in an entry git runs or reads as configuration."""
-    ours, theirs = survey(dest, copy=False), survey(copy, copy=True)
+    `MAX_DEPTH` folders, or differs from `dest` in an entry git runs or reads as configuration (the
+    operator's own configuration asked first, while `dest` is still as the operator left it)."""
+    named = gitpaths.configured(dest)
+    ours, theirs = survey(dest, copy=False, named=named), survey(copy, copy=True, named=named)
     limit = ours.bytes + disk_bytes
     if theirs.bytes > limit:
         raise InputError(
