@@ -9,17 +9,18 @@ format fed to every reader, output paths that are folders, files, unwritable, eq
 values out of bounds or not numbers, broken templates and tokenizers, broken results files, and
 data that used to pass silently (a training file with no valid record)."""
 
+import dataclasses
 import json
 import re
 import shutil
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 
 from terminalworld.cli import _commands, commands, main
-from terminalworld.options import bound_problem, flag_of, numeric_fields
 from tests.core.test_records import broken_files, jsonl
 from tests.paths import REPO_ROOT
 
@@ -381,24 +382,48 @@ def test_broken_results_files_are_one_line_and_never_written_as_non_json(data, c
         refused(capsys, root, [*compare, "--sim", f"base={root / name}"], [name, problem], [out])
 
 
+def _numeric_flags(cls: type) -> list[tuple[str, type]]:
+    """The command-line flags of `cls` that take an int or a float (optional or not), with the type."""
+    hints = typing.get_type_hints(cls)
+    bare = {name: next((a for a in typing.get_args(tp) if a is not type(None)), tp) for name, tp in hints.items()}
+    return [
+        ((f.metadata.get("flags") or ("--" + f.name.replace("_", "-"),))[0], bare[f.name])
+        for f in dataclasses.fields(cls)
+        if f.metadata.get("cli", True) and bare[f.name] in (int, float)
+    ]
+
+
+def _required_filled(cls: type) -> list[str]:
+    """The required flags of `cls`, each given a value it accepts (a choice's first), words last."""
+    hints, flags, words = typing.get_type_hints(cls), [], []
+    for f in dataclasses.fields(cls):
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            tp = hints[f.name]
+            value = str(typing.get_args(tp)[0]) if typing.get_origin(tp) is typing.Literal else "x"
+            if f.metadata.get("positional"):
+                words = ["--", value]
+            else:
+                flags += [(f.metadata.get("flags") or ("--" + f.name.replace("_", "-"),))[0], value]
+    return flags + words
+
+
 def test_every_numeric_flag_of_every_command_states_and_enforces_its_bounds(capsys):
-    """Each command's config declares a bound for every numeric flag; 0, -1 and a non-number are
-    refused by the parser in one line naming the flag exactly when the bound says so."""
+    """Each command's config bounds every numeric flag (its `__post_init__`): -1, a non-number and
+    a number out of the type (1e3 for an int, inf for a float) are refused in one line naming the
+    flag, with the other required flags given; 0 is refused so, or accepted, as the bound says."""
     parser = commands()
     checked = 0
-    for words, _, cls, _ in _commands():
-        for f in numeric_fields(cls):
-            minimum, above = f.metadata.get("minimum"), f.metadata.get("above")
-            assert minimum is not None or above is not None, f"{cls.__name__}.{f.name} states no bound"
-            flag = flag_of(f)
-            for value in ("0", "-1", "x", "1e3" if f.type in ("int", "int | None") else "inf"):
-                with pytest.raises(SystemExit) as e:
-                    parser.parse([*words, flag, value])  # other required flags are missing on purpose
-                lines = message_lines(capsys.readouterr().err)
-                assert e.value.code == 2 and len(lines) == 1, lines
-                numeric = re.fullmatch(r"-?\d+", value)
-                bad = not numeric or bound_problem(int(value), minimum, above) is not None
-                assert (f"argument {flag}:" in lines[0]) == bad, (words, flag, value, lines[0])
+    for words, (_, cls, _) in _commands().items():
+        for flag, tp in _numeric_flags(cls):
+            for value in ("0", "-1", "x", "1e3" if tp is int else "inf"):
+                try:
+                    parser.parse([*words.split(), flag, value, *_required_filled(cls)])
+                except SystemExit as e:
+                    lines = message_lines(capsys.readouterr().err)
+                    assert e.code == 2 and len(lines) == 1, lines
+                    assert f"argument {flag}:" in lines[0], (words, flag, value, lines[0])
+                else:
+                    assert value == "0", (words, flag, value, "accepted: no bound refuses it")
                 checked += 1
     assert checked >= 4 * 40  # every command's numbers, walked
     page = " ".join((REPO_ROOT / "docs" / "manual" / "bad-input.md").read_text().split())

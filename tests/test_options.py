@@ -1,40 +1,57 @@
-"""Each extension the config system adds to draccus, on a small config: spellings and aliases (draccus's
-own spelling still parses), positionals, repeatable and comma-separated lists, switches, strict
-numbers within bounds, choices, checks, required fields, `--config_path` under the flags, nested
-fields, declared values never read again as YAML, and subcommands; every refusal is one line."""
+"""The config layer on a small config: spellings (the field's own name still parses), positionals,
+repeatable and comma-separated lists, switches, strict numbers, bounds in `__post_init__`, choices,
+required fields, `--config_path` (data only) under the flags, nested fields, values never read
+again as YAML, path checks in one call, and subcommands; every refusal is one line."""
 
 from dataclasses import dataclass, field
 from typing import Literal
 
 import pytest
 
-from terminalworld.options import Commands, option, parse, parse_pair, readable_file
+from terminalworld.cli import Commands
+from terminalworld.core.paths import readable_file
+from terminalworld.errors import InputError
+from terminalworld.options import above, at_least, option, parse, parse_pair
 
 
 @dataclass(frozen=True)
 class Inner:
-    depth: int = option(2, minimum=1, help="how deep")
-    plain: str = "x"  # undeclared: parsed as draccus parses it
+    depth: int = option(2, help="how deep")
+    plain: str = "x"  # a plain field: a flag all the same
+
+    def __post_init__(self) -> None:
+        at_least(self, depth=1)
 
 
 @dataclass(frozen=True)
 class Config:
-    out: str = option(aliases=["--out-path", "-o"], help="where")
+    out: str = option(flag=("--out", "--out-path", "-o"), help="where")
     inputs: list[str] = option(flag="--in", help="files; repeat or comma-separate")
-    n: int = option(10, minimum=1)
-    rate: float = option(0.5, above=0)
+    n: int = option(10)
+    rate: float = option(0.5)
     mode: Literal["agent", "sim"] = option("agent")
     all_depths: bool = option(False)
     name: str = option("base")
-    template: str | None = option(None, check=readable_file)
+    template: str | None = option(None)
     hidden: int = option(3, cli=False)
     inner: Inner = field(default_factory=Inner)
+
+    def __post_init__(self) -> None:
+        at_least(self, n=1)
+        above(self, rate=0)
+
+    def check_paths(self) -> None:
+        if self.template is not None:
+            readable_file("--template", self.template)
 
 
 @dataclass(frozen=True)
 class Words:
     command: list[str] = option(positional=True)
-    timeout_s: float | None = option(None, flag="--timeout", above=0)
+    timeout_s: float | None = option(None, flag="--timeout")
+
+    def __post_init__(self) -> None:
+        above(self, timeout_s=0)
 
 
 def refused(capsys, cls, argv, *needles):
@@ -47,12 +64,12 @@ def refused(capsys, cls, argv, *needles):
     return err
 
 
-def test_declared_spellings_aliases_and_draccus_spelling():
+def test_spellings_and_the_field_name():
     base = ["--in", "a"]
     assert parse(Config, [*base, "--out", "o"]).out == "o"
     assert parse(Config, [*base, "--out-path", "o"]).out == "o"
     assert parse(Config, [*base, "-o", "o"]).out == "o"
-    assert parse(Config, ["--out", "o", "--inputs", "a"]).inputs == ["a"]  # draccus's --field_name
+    assert parse(Config, ["--out", "o", "--inputs", "a"]).inputs == ["a"]  # the field's own --field_name
     assert parse(Config, [*base, "-o", "o", "--all_depths"]).all_depths is True
     cfg = parse(Config, [*base, "-o", "o", "--all-depths", "--mode", "sim", "--n", "3", "--rate", "2"])
     assert (cfg.all_depths, cfg.mode, cfg.n, cfg.rate, cfg.hidden) == (True, "sim", 3, 2.0, 3)
@@ -89,7 +106,6 @@ def test_nested_fields_are_dotted_and_keep_their_bounds(capsys):
         (["--rate", "0"], ["argument --rate:", "greater than 0"]),
         (["--rate", "nan"], ["argument --rate:", "finite"]),
         (["--mode", "both"], ["argument --mode:", "invalid choice: 'both'"]),
-        (["--template", "/nonexistent/t.jinja"], ["argument --template:", "no such file"]),
         (["--hidden", "4"], ["unrecognized arguments: --hidden"]),
         (["--bogus", "1"], ["unrecognized arguments: --bogus"]),
         (["--all-depths=no"], ["argument --all-depths:"]),
@@ -97,6 +113,13 @@ def test_nested_fields_are_dotted_and_keep_their_bounds(capsys):
 )
 def test_bad_values_are_one_line_naming_the_flag(argv, needles, capsys):
     refused(capsys, Config, ["--in", "a", "-o", "o", *argv], *needles)
+
+
+def test_bounds_hold_for_built_configs_and_paths_are_one_call():
+    with pytest.raises(ValueError, match="n: must be at least 1, got 0"):
+        Config(out="o", inputs=["a"], n=0)
+    with pytest.raises(InputError, match=r"--template /nonexistent/t\.jinja: no such file"):
+        parse(Config, ["--in", "a", "-o", "o", "--template", "/nonexistent/t.jinja"]).check_paths()
 
 
 def test_required_fields_and_positionals(capsys):
@@ -115,6 +138,8 @@ def test_config_path_is_a_layer_under_the_flags(tmp_path, capsys):
     refused(capsys, Config, ["--config_path", str(tmp_path / "none.yaml")], "--config_path", "none.yaml")
     (tmp_path / "bad.yaml").write_text("n: many\nout: o\ninputs: [a]\n")
     refused(capsys, Config, ["--config_path", str(tmp_path / "bad.yaml")], "many")
+    (tmp_path / "low.yaml").write_text("n: 0\nout: o\ninputs: [a]\ninner: {depth: 0}\n")
+    refused(capsys, Config, ["--config_path", str(tmp_path / "low.yaml")], "argument --inner.depth:", "at least 1")
 
 
 def test_a_default_instance_is_the_first_layer():
@@ -138,11 +163,11 @@ def test_help_lists_declared_flags_with_types_defaults_and_required(capsys):
     assert e.value.code == 0
     assert "--out str, --out-path str, -o str where (required)" in out
     assert "--n int (default: 10)" in out and "--mode {agent,sim}" in out and "--inner.depth int how deep" in out
-    assert "--hidden" not in out and "--all_depths" not in out  # off the command line; draccus's spelling unlisted
+    assert "--hidden" not in out and "--all_depths" not in out  # off the command line; the field's name unlisted
 
 
 def test_subcommands(capsys):
-    table = Commands("tool", "A tool.", [(("a", "b"), "does b", Words, print), (("c",), "does c", Config, print)])
+    table = Commands("tool", "A tool.", {"a b": ("does b", Words, print), "c": ("does c", Config, print)})
     cfg, fn = table.parse(["a", "b", "--", "ls"])
     assert (cfg, fn) == (Words(command=["ls"]), print)
     for argv, code, stream, needle in [
@@ -151,7 +176,7 @@ def test_subcommands(capsys):
         ([], 2, "err", "error: tool: a command is needed (choose from a, c; see --help)"),
         (["a"], 2, "err", "error: tool a: a command is needed (choose from b; see --help)"),
         (["a", "x"], 2, "err", "error: tool a: no command 'a x' (choose from b; see --help)"),
-        (["c", "--n", "0"], 2, "err", "error: tool c: argument --n: must be at least 1"),
+        (["c", "--n", "0", "--in", "a", "-o", "o"], 2, "err", "error: tool c: argument --n: must be at least 1"),
     ]:
         with pytest.raises(SystemExit) as e:
             table.parse(argv)

@@ -30,12 +30,13 @@ from typing import Any, Literal
 from terminalworld.agent import results
 from terminalworld.agent.harbor import runtime
 from terminalworld.agent.harness import HarnessConfig
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.precision import Precision
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.env.sandbox import bwrap_path, check_available
 from terminalworld.errors import InputError, StepFailed
 from terminalworld.grounding.modes import GroundingMode
-from terminalworld.options import option
+from terminalworld.options import above, at_least, option
 
 JOB_NAME = "agent-eval"
 SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor.environment:SandboxEnvironment"
@@ -50,8 +51,8 @@ SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
 class AgentEvalConfig:
     """An agent evaluation: the tasks, the agent, its limits, attempts and concurrency."""
 
-    tasks: str = option(path="input", help="folder of Harbor-format task folders")
-    out: str = option(path="output-dir", help="output folder (resumable)")
+    tasks: str = option(help="folder of Harbor-format task folders")
+    out: str = option(help="output folder (resumable)")
     agent: Literal["oracle", "nop", "model", "scripted", "terminus-2"] = option("model")
     model: str | None = option(None, help="checkpoint folder, GGUF file or asset name (--agent model)")
     endpoint: str | None = option(None, help="OpenAI-compatible base URL serving the model, instead of --model")
@@ -62,19 +63,28 @@ class AgentEvalConfig:
     )
     simulator: str | None = option(None, help="checkpoint answering the agent's commands (--environment simulated)")
     simulator_endpoint: str | None = option(None, help="OpenAI-compatible URL serving the simulator, instead")
-    simulator_tokens: int = option(1024, minimum=1, help="the simulator's cap per output")
+    simulator_tokens: int = option(1024, help="the simulator's cap per output")
     grounding: GroundingMode = option("none", help="simulated: none, retrieved, replayed or hybrid (grounding.modes)")
-    grounding_budget: int = option(2048, minimum=1, help="simulated: tokens of the grounding block")
+    grounding_budget: int = option(2048, help="simulated: tokens of the grounding block")
     replies: str | None = option(None, help="JSON {task or '*': [reply, ...]} (--agent scripted)")
-    n_attempts: int = option(1, minimum=1)
-    n_concurrent: int = option(2, minimum=1, help="trials in parallel")
-    max_turns: int = option(30, minimum=1)
-    context_tokens: int = option(32768, minimum=1)
-    max_tokens_per_turn: int = option(2048, minimum=1)
-    temperature: float = option(0.0, minimum=0)
-    seed: int = option(0, minimum=0)
-    command_timeout_s: float = option(60.0, flag="--command-timeout", above=0, help="per agent command, seconds")
+    n_attempts: int = option(1)
+    n_concurrent: int = option(2, help="trials in parallel")
+    max_turns: int = option(30)
+    context_tokens: int = option(32768)
+    max_tokens_per_turn: int = option(2048)
+    temperature: float = option(0.0)
+    seed: int = option(0)
+    command_timeout_s: float = option(60.0, flag="--command-timeout", help="per agent command, seconds")
     dtype: Precision = option("auto", help="the served model's precision; auto: bfloat16 where native and agreeing")
+
+    def __post_init__(self) -> None:
+        at_least(self, simulator_tokens=1, grounding_budget=1, n_attempts=1, n_concurrent=1, max_turns=1)
+        at_least(self, context_tokens=1, max_tokens_per_turn=1, temperature=0, seed=0)
+        above(self, command_timeout_s=0)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs([("--out", self.out, "dir", ())], [("--tasks", self.tasks)])
 
 
 def _task_names(tasks: Path) -> list[str]:

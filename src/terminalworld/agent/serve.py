@@ -26,7 +26,7 @@ from typing import Any, Literal
 from terminalworld.core.assets import load_hf_model, load_tokenizer
 from terminalworld.core.batching import WINDOW_S, DynamicBatcher
 from terminalworld.core.decoding import grouped_attention
-from terminalworld.options import option, parse
+from terminalworld.options import at_least, option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
 # How long an agent grade's batch waits for all its concurrent attempts: longer than a sandbox
@@ -167,12 +167,15 @@ class ServeConfig:
 
     model: str = option(help="checkpoint folder, GGUF file or asset name")
     served_model_name: str = option("model")
-    port: int = option(0, minimum=0, help="0: any free port")
-    context_tokens: int = option(32768, minimum=1)
+    port: int = option(0, help="0: any free port")
+    context_tokens: int = option(32768)
     dtype: Literal["float32", "bfloat16"] = option("float32")
-    max_batch: int = option(MAX_BATCH, minimum=1)
-    prefix_bytes: int = option(PREFIX_BYTES, minimum=0, help="recent prompts' keys and values kept (0: none)")
-    sharing: int = option(1, minimum=1, help="busy model processes sharing this one's cores")
+    max_batch: int = option(MAX_BATCH)
+    prefix_bytes: int = option(PREFIX_BYTES, help="recent prompts' keys and values kept (0: none)")
+    sharing: int = option(1, help="busy model processes sharing this one's cores")
+
+    def __post_init__(self) -> None:
+        at_least(self, port=0, context_tokens=1, max_batch=1, prefix_bytes=0, sharing=1)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """Output paths checked against a command's inputs before any work starts.
 
-A command's config declares which fields are inputs and outputs (`options.option(path=...)`);
+A command's config names its inputs and outputs in one call (its `check_paths`);
 `check_outputs` refuses, in one `InputError`, an output that cannot be written or that would
 overwrite an input or be read back as one by a rerun. Local paths are compared resolved
 (symlinks, `..`); remote ones (`gs://`) are left to the store.
@@ -62,12 +62,12 @@ def _check_writable(flag: str, path: str, folder: str) -> None:
         raise InputError(f"{flag} {path}: cannot write in {existing} ({e.strerror})") from None
 
 
-def check_outputs(outputs: list[tuple[str, str, str, tuple[str, ...]]], inputs: list[tuple[str, str]]) -> None:
+def check_outputs(outputs: list[tuple[str, str, str, tuple[str, ...]]], inputs: list[tuple[str, str | None]]) -> None:
     """Refuse, before any work starts, outputs that cannot be written or that touch an input.
 
     `outputs` are `(flag, path, "file" | "dir", companions)`, where companions are suffixes of the
     files written beside a file output (`.manifest.json`, `.partial`); `inputs` are
-    `(flag, pattern)`, each pattern a file, a folder or a glob. Paths are compared resolved (symlinks, `..`). Refused, each
+    `(flag, pattern)`, each pattern a file, a folder or a glob (None: not given). Paths are compared resolved (symlinks, `..`). Refused, each
     with one `InputError` naming the flags: a file output that is a folder or a folder output that
     is a file; a folder that cannot be written (the output's, or the nearest existing ancestor it
     will be made in); an output (or companion) that is an input file; an output inside an input
@@ -78,7 +78,7 @@ def check_outputs(outputs: list[tuple[str, str, str, tuple[str, ...]]], inputs: 
     folders: list[tuple[str, str, str]] = []
     globs: list[tuple[str, str, list[str]]] = []
     for flag, pattern in inputs:
-        if "://" in pattern:
+        if pattern is None or "://" in pattern:
             continue
         if _is_glob(pattern):
             globs.append((flag, pattern, _real_pattern(pattern)))
@@ -112,6 +112,23 @@ def check_outputs(outputs: list[tuple[str, str, str, tuple[str, ...]]], inputs: 
                     f"{flag} {path}: lies in the reach of the input glob {iflag} {given!r}, "
                     "so a rerun would read it as input"
                 )
+
+
+def readable_file(flag: str, path: str) -> None:
+    """Raise `InputError` naming `flag` unless `path` is an existing, readable local file (a remote
+    URL is checked on use)."""
+    if "://" in path:
+        return
+    problem = None if os.path.exists(path) else "no such file"
+    problem = problem or (None if os.path.isfile(path) else "not a file")
+    if problem is None:
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+        except OSError as e:
+            problem = f"cannot be read ({e.strerror})"
+    if problem:
+        raise InputError(f"{flag} {path}: {problem}")
 
 
 def named_files(pairs: list[str], flag: str, what: str) -> list[tuple[str, str]]:

@@ -26,6 +26,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.prompts import SYSTEM_PROMPT, TASK_SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
@@ -35,7 +36,7 @@ from terminalworld.corpus.solver import plan
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, normalize_times
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
-from terminalworld.options import option
+from terminalworld.options import above, at_least, option
 from terminalworld.tasks import layout
 
 
@@ -64,19 +65,25 @@ def record_one(
 class RecordConfig:
     """A recording: how many trajectories, the seed, shards, turn counts and sandbox limits."""
 
-    out: str = option(path="output-dir", help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
-    trajectories: int = option(120, minimum=1)
-    seed: int = option(0, minimum=0)
-    shard_size: int = option(50, minimum=1)
-    min_turns: int = option(15, minimum=1)
-    max_turns: int = option(30, minimum=1)
-    workers: int = option(0, minimum=0, help="parallel sandboxes (0: one per core)")
-    timeout_s: float = option(10.0, flag="--timeout", above=0, help="per-command time limit, seconds")
+    out: str = option(help="output folder: jsonl.gz shards and manifest.json (resumable per shard)")
+    trajectories: int = option(120)
+    seed: int = option(0)
+    shard_size: int = option(50)
+    min_turns: int = option(15)
+    max_turns: int = option(30)
+    workers: int = option(0, help="parallel sandboxes (0: one per core)")
+    timeout_s: float = option(10.0, flag="--timeout", help="per-command time limit, seconds")
     # SWE-ZERO's cap: the first and last half around a truncation note.
-    max_output_chars: int = option(8000, minimum=1, help="observation cap: head and tail around a truncation note")
-    tasks: str | None = option(
-        None, path="input", help="generated tasks folder: one solving episode per task, in solving.jsonl.gz"
-    )
+    max_output_chars: int = option(8000, help="observation cap: head and tail around a truncation note")
+    tasks: str | None = option(None, help="generated tasks folder: one solving episode per task, in solving.jsonl.gz")
+
+    def __post_init__(self) -> None:
+        at_least(self, trajectories=1, seed=0, shard_size=1, min_turns=1, max_turns=1, workers=0, max_output_chars=1)
+        above(self, timeout_s=0)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs([("--out", self.out, "dir", ())], [("--tasks", self.tasks)])
 
 
 def record_corpus(cfg: RecordConfig) -> dict[str, Any]:

@@ -33,11 +33,12 @@ from tqdm import tqdm
 
 from terminalworld.core.formats import iter_trajectories
 from terminalworld.core.heldout import heldout_row, observed_prefix
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dumps_row, expand_all, tallied, write_json
 from terminalworld.core.targets import class_counts, classify_turn, sentinel_turn
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
-from terminalworld.options import int_list, option
+from terminalworld.options import at_least, int_list, option
 from terminalworld.pipeline.artifacts import subset_file
 
 
@@ -73,10 +74,18 @@ def _trajectories(patterns: list[str], tally: Tally, desc: str) -> Iterator[tupl
 class SubsetsConfig:
     """Nested subsets of a corpus: which files, which sizes, which seed, where to write."""
 
-    corpus: list[str] = option(path="input", help="corpus file or glob; repeat (or comma-separate) for several")
-    out: str = option(path="output-dir", help="output folder: subset-{size}.jsonl.gz per size, plus manifest.json")
-    sizes: str = option("10000,100000,1000000", check=int_list(minimum=1), help="comma-separated subset sizes")
-    seed: int = option(42, minimum=0)
+    corpus: list[str] = option(help="corpus file or glob; repeat (or comma-separate) for several")
+    out: str = option(help="output folder: subset-{size}.jsonl.gz per size, plus manifest.json")
+    sizes: str = option("10000,100000,1000000", help="comma-separated subset sizes")
+    seed: int = option(42)
+
+    def __post_init__(self) -> None:
+        int_list(self, "sizes")
+        at_least(self, seed=0)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs([("--out", self.out, "dir", ())], [("--corpus", p) for p in self.corpus])
 
 
 def subset_path(out: str, size: int) -> str:
@@ -88,10 +97,9 @@ def subset_sizes(cfg: SubsetsConfig) -> list[int]:
     """The distinct subset sizes, ascending; raises `InputError` unless all are positive integers
     (parsed as strictly as the flag is)."""
     try:
-        int_list(minimum=1)(cfg.sizes)
+        return sorted(set(int_list(cfg, "sizes")))
     except ValueError:
         raise InputError(f"--sizes must be positive integers, got {cfg.sizes!r}") from None
-    return sorted({int(s) for s in cfg.sizes.split(",") if s.strip()})
 
 
 def too_few(valid: int, k: int) -> InputError:
@@ -184,20 +192,27 @@ class HeldoutConfig:
     No `train` is an explicit zero-shot set (nothing to exclude); a `train` file given with no
     valid trajectory is an error, never an empty exclusion."""
 
-    corpus: list[str] = option(path="input", help="corpus file or glob; repeat for several")
+    corpus: list[str] = option(help="corpus file or glob; repeat for several")
     train: list[str] = option(
         [],
-        path="input",
         help="training subset file or glob; repeat for several; none: nothing is excluded (a zero-shot set)",
     )
     out: str = option(
-        path="output-file",
-        companions=[".manifest.json"],
         help="output file (rows in the held-out schema); PATH.manifest.json beside it",
     )
-    n: int = option(100, minimum=1, help="how many rows (one per repo)")
-    context_turns: int = option(14, minimum=0, help="context pairs before the target pair")
-    seed: int = option(42, minimum=0)
+    n: int = option(100, help="how many rows (one per repo)")
+    context_turns: int = option(14, help="context pairs before the target pair")
+    seed: int = option(42)
+
+    def __post_init__(self) -> None:
+        at_least(self, n=1, context_turns=0, seed=0)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs(
+            [("--out", self.out, "file", (".manifest.json",))],
+            [*[("--corpus", p) for p in self.corpus], *[("--train", p) for p in self.train]],
+        )
 
 
 def check_heldout(cfg: HeldoutConfig) -> None:

@@ -10,7 +10,7 @@ from terminalworld.core.terminal import for_terminal
 from terminalworld.env import syncback
 from terminalworld.env.sandbox import SandboxConfig, check_available
 from terminalworld.errors import InputError
-from terminalworld.options import option
+from terminalworld.options import above, at_least, option
 
 
 @dataclass(frozen=True)
@@ -19,9 +19,13 @@ class ExecConfig:
 
     command: list[str] = option(positional=True, help="the command, after --; its words are joined by spaces")
     repo: str = option(help="the repository folder, mounted writable at /testbed")
-    timeout_s: float | None = option(None, flag="--timeout", above=0, help="wall-clock limit, seconds")
-    memory_mb: int | None = option(None, minimum=1, help="memory limit, MiB")
-    disk_mb: int | None = option(None, minimum=1, help="how much the repository may grow, MiB")
+    timeout_s: float | None = option(None, flag="--timeout", help="wall-clock limit, seconds")
+    memory_mb: int | None = option(None, help="memory limit, MiB")
+    disk_mb: int | None = option(None, help="how much the repository may grow, MiB")
+
+    def __post_init__(self) -> None:
+        at_least(self, memory_mb=1, disk_mb=1)
+        above(self, timeout_s=0)
 
 
 def exec_main(cfg: ExecConfig) -> int:

@@ -36,6 +36,7 @@ import numpy as np
 
 from terminalworld.core.assets import load_hf_model, local_model_path
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import Rendered, Renderer, build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
@@ -45,7 +46,7 @@ from terminalworld.core.views import SIM_SYSTEM_PROMPT
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKET_LABELS, ppl_stats, token_bucket
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
-from terminalworld.options import option
+from terminalworld.options import at_least, option
 
 Mode = Literal["agent", "sim"]
 
@@ -175,12 +176,9 @@ class ScoreConfig(GroundingOptions):
     scores go."""
 
     model_path: str = option(help="HF folder, gs:// folder, cached HF id, GGUF file, or smollm2")
-    heldout: str = option(path="input", help="held-out rows (JSON Lines)")
+    heldout: str = option(help="held-out rows (JSON Lines)")
     out: str = option(
-        flag="--out",
-        aliases=["--out-path"],
-        path="output-file",
-        companions=[".partial"],
+        flag=("--out", "--out-path"),
         help="scores file; rerunning resumes it",
     )
     mode: Mode = option("agent", help="agent: the agent conversation; sim: the dedicated-simulator framing")
@@ -192,13 +190,23 @@ class ScoreConfig(GroundingOptions):
     device: Literal["cpu", "cuda"] = option("cpu")
     all_depths: bool = option(False, help="also score every earlier observation (PPL by depth)")
     window: int | None = option(
-        None, minimum=1, help="score only rows within this many tokens (the trained window); longer rows are skipped"
+        None, help="score only rows within this many tokens (the trained window); longer rows are skipped"
     )
     backend: Literal["hf", "vllm"] = option("hf")
     endpoint: str | None = option(None, help="--backend vllm: a running vLLM server's base URL (…/v1) to score through")
     served_model: str = option("model", help="the model's name at --endpoint")
     sim_prompt: str = option(SIM_SYSTEM_PROMPT, cli=False)
     batch_tokens: int = option(65536, cli=False)  # GPU: padded tokens per forward
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at_least(self, window=1)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs(
+            [("--out", self.out, "file", (".partial",))], [("--heldout", self.heldout), *self.grounding_inputs()]
+        )
 
 
 def score_rows(

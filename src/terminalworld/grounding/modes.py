@@ -29,7 +29,7 @@ from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
 from terminalworld.grounding import retrieval
 from terminalworld.grounding.state import Shadow, Sources, shadow, sources
-from terminalworld.options import option
+from terminalworld.options import at_least, option
 
 GroundingMode = Literal["none", "retrieved", "replayed", "hybrid"]
 MODES: tuple[GroundingMode, ...] = ("none", "retrieved", "replayed", "hybrid")
@@ -40,19 +40,22 @@ class GroundingOptions:
     """The grounding axis of a simulator grade: the mode, the block's budget, and the sources."""
 
     grounding: GroundingMode = option("none", help="none, retrieved (start state), replayed (upper bound), hybrid")
-    grounding_budget: int = option(2048, minimum=1, help="tokens of the grounding block (the module's truncation rule)")
-    grounding_tasks: str | None = option(
-        None, path="input", help="task folder whose environment/repo grounds its sessions"
-    )
-    grounding_store: str | None = option(None, path="input", help="snapshot store (fsspec URL) of SWE-ZERO instances")
-    grounding_output_chars: int = option(
-        8000, minimum=2, help="the shadow's output cap (head and tail), as the recording's"
-    )
+    grounding_budget: int = option(2048, help="tokens of the grounding block (the module's truncation rule)")
+    grounding_tasks: str | None = option(None, help="task folder whose environment/repo grounds its sessions")
+    grounding_store: str | None = option(None, help="snapshot store (fsspec URL) of SWE-ZERO instances")
+    grounding_output_chars: int = option(8000, help="the shadow's output cap (head and tail), as the recording's")
 
     def sandbox(self) -> SandboxConfig:
         """The shadow's sandbox: the recording's output cap."""
         half = self.grounding_output_chars // 2
         return SandboxConfig(head_chars=half, tail_chars=self.grounding_output_chars - half)
+
+    def __post_init__(self) -> None:
+        at_least(self, grounding_budget=1, grounding_output_chars=2)
+
+    def grounding_inputs(self) -> list[tuple[str, str | None]]:
+        """The grounding's inputs, for a command's `check_outputs`."""
+        return [("--grounding-tasks", self.grounding_tasks), ("--grounding-store", self.grounding_store)]
 
 
 @dataclass

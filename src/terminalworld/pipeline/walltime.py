@@ -183,7 +183,7 @@ def run_of(out: str, step: str) -> tuple[str, str]:
 class WalltimeConfig:
     """A run's wall time so far: each step's attempts and seconds, and the sum per stage."""
 
-    prefix: str = option(path="input", help="the run's MARIN_PREFIX (a folder or gs:// URL)")
+    prefix: str = option(help="the run's MARIN_PREFIX (a folder or gs:// URL)")
     version: str = option(help="the run's version, e.g. 2026.12.06.2")
 
 

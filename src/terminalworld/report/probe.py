@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from terminalworld.core.paths import named_files
+from terminalworld.core.paths import check_outputs, named_files, readable_file
 from terminalworld.core.records import atomic_output, read_json, write_json
 from terminalworld.core.targets import CLASSES
 from terminalworld.core.terminal import for_terminal
 from terminalworld.errors import InputError
 from terminalworld.eval.metrics import BUCKET_LABELS, Results, compare, read_results
-from terminalworld.options import option, readable_file
+from terminalworld.options import option
 from terminalworld.report.depth import depth_curve, depth_scope
 from terminalworld.report.figures import log_axis, model_colors, save_plot
 from terminalworld.report.joint import joint_blocks, joint_plot, joint_table
@@ -226,16 +226,23 @@ def read_grades(pairs: list[str]) -> dict[str, dict[str, Any]]:
 class CompareConfig:
     """The probe table from scorer outputs, and the agent grades beside it."""
 
-    results: list[str] = option(
-        positional=True, path="input", check=readable_file, help="scorer outputs (one JSONL per checkpoint)"
-    )
+    results: list[str] = option(positional=True, help="scorer outputs (one JSONL per checkpoint)")
     base: str = option(help="model name of the base checkpoint")
-    out: str = option(path="output-dir", help="output folder: report.md, metrics.json, plots")
+    out: str = option(help="output folder: report.md, metrics.json, plots")
     reference: str | None = option(None, help="model name to count degradations against")
-    agent: list[str] = option(
-        [], path="named-input", help="NAME=PATH of an agent-eval summary.json; repeat for each checkpoint"
-    )
-    sim: list[str] = option([], path="named-input", help="NAME=PATH of a sim-eval output (any tier); repeat for each")
+    agent: list[str] = option([], help="NAME=PATH of an agent-eval summary.json; repeat for each checkpoint")
+    sim: list[str] = option([], help="NAME=PATH of a sim-eval output (any tier); repeat for each")
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, an unreadable result or an output that touches an input."""
+        for path in self.results:
+            readable_file("results", path)
+        named = [
+            (flag, pair.partition("=")[2])
+            for flag, pairs in (("--agent", self.agent), ("--sim", self.sim))
+            for pair in pairs
+        ]
+        check_outputs([("--out", self.out, "dir", ())], [*[("results", p) for p in self.results], *named])
 
 
 def compare_main(cfg: CompareConfig) -> None:

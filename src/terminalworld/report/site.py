@@ -58,13 +58,12 @@ class DocsBuildConfig:
 
     results: list[str] = option(
         [],
-        metavar="DIR",
         help="report artifact or prefix holding some (local, gs://); default: the committed snapshots",
     )
     out: str = option("docs", help="docs folder; its results/, reference/ and benchmarks/ are replaced")
     repo_url: str | None = option(None, help="repository of the Reproduce links (default: mkdocs.yml extra.repo_url)")
     release: bool = option(False, help="refuse dirty builds and commits missing from --checkout")
-    snapshot: str | None = option(None, metavar="DIR", help="copy the results' small files into DIR; build from it")
+    snapshot: str | None = option(None, help="copy the results' small files into DIR; build from it")
     checkout: str = option(".", help="git checkout holding the Reproduce commits and benchmarks/results")
 
 

@@ -83,7 +83,7 @@ def recomputable() -> dict[str, Recomputable]:
 class VerifyConfig:
     """Recompute every report of a committed snapshot from its rows and compare each figure."""
 
-    snapshot: str = option(path="input", help="a snapshot folder (holding snapshot.json), e.g. docs/snapshots/X")
+    snapshot: str = option(help="a snapshot folder (holding snapshot.json), e.g. docs/snapshots/X")
 
 
 def verify_snapshot(snapshot: str) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from terminalworld.agent.harness import HarnessConfig
 from terminalworld.core.assets import local_model_path
 from terminalworld.core.decoding import generation_model
 from terminalworld.core.heldout import heldout_trajectory, read_heldout
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.precision import Precision, resolve
 from terminalworld.core.render import build_renderer
 from terminalworld.core.resumable import model_label, resumable, resumable_rows
@@ -35,7 +36,7 @@ from terminalworld.corpus.actions import action_message
 from terminalworld.corpus.solver import plan, wrong_fix
 from terminalworld.errors import InputError
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
-from terminalworld.options import option
+from terminalworld.options import at_least, option
 from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
 from terminalworld.sim.closed_loop import (
     Agent,
@@ -58,32 +59,42 @@ class SimEvalConfig(GroundingOptions):
     """One free-running evaluation: a model, the rows, decoding, the grounding mode, and where the
     rows go."""
 
-    model_path: str = option(flag="--model", aliases=["--model-path"], help="HF folder, GGUF file, or smollm2")
-    out: str = option(path="output-file", companions=[".partial"], help="rows file; rerunning resumes it")
-    heldout: str | None = option(None, path="input", help="held-out rows (JSON Lines): tier 1")
-    probes: str | None = option(None, path="input", help="probe rows from `terminalworld probes make`: tier 2")
-    tasks: str | None = option(
-        None, path="input", help="task folder (`tasks make`): tier 3, the closed loop with a shadow"
-    )
+    model_path: str = option(flag=("--model", "--model-path"), help="HF folder, GGUF file, or smollm2")
+    out: str = option(help="rows file; rerunning resumes it")
+    heldout: str | None = option(None, help="held-out rows (JSON Lines): tier 1")
+    probes: str | None = option(None, help="probe rows from `terminalworld probes make`: tier 2")
+    tasks: str | None = option(None, help="task folder (`tasks make`): tier 3, the closed loop with a shadow")
     agent: Literal["solver", "model"] = option("solver", help="tier 3's agent: the solver's script or a model")
     agent_model: str | None = option(None, help="tier 3: the agent's checkpoint (with --agent model)")
     wrong_share: float = option(
-        0.0, minimum=0, help="tier 3, --agent solver: the share of tasks it fixes wrongly (seeded by --seed)"
+        0.0, help="tier 3, --agent solver: the share of tasks it fixes wrongly (seeded by --seed)"
     )
-    max_turns: int = option(12, minimum=1, help="tier 3: the harness's turn limit")
-    context_tokens: int = option(8192, minimum=1, help="tier 3: the agent's context")
-    max_tokens_per_turn: int = option(256, minimum=1, help="tier 3: the agent's tokens per reply")
+    max_turns: int = option(12, help="tier 3: the harness's turn limit")
+    context_tokens: int = option(8192, help="tier 3: the agent's context")
+    max_tokens_per_turn: int = option(256, help="tier 3: the agent's tokens per reply")
     mode: Literal["agent", "sim"] = option("agent", help="agent: observation as the user turn; sim: as the reply")
     model_name: str | None = option(None, help="name in the summary (default: the model folder's name)")
     chat_template_from: str | None = option(None, help="render with this checkpoint's chat template (a base model)")
-    max_new_tokens: int = option(1024, minimum=1, help="cap per observation; a capped output ends with a visible note")
-    temperature: float = option(0.0, minimum=0, help="0 is greedy")
-    seed: int = option(0, minimum=0)
+    max_new_tokens: int = option(1024, help="cap per observation; a capped output ends with a visible note")
+    temperature: float = option(0.0, help="0 is greedy")
+    seed: int = option(0)
     all_depths: bool = option(False, help="generate every observation of a row, each from its real prefix")
     backend: Literal["hf", "vllm"] = option("hf")
     dtype: Precision = option("auto", help="compute precision; auto: bfloat16 where native and agreeing")
     device: Literal["cpu", "cuda"] = option("cpu")
-    batch_size: int = option(1, minimum=1, help="rows served together: prompts per HF generate call")
+    batch_size: int = option(1, help="rows served together: prompts per HF generate call")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at_least(self, wrong_share=0, max_turns=1, context_tokens=1, max_tokens_per_turn=1, max_new_tokens=1)
+        at_least(self, temperature=0, seed=0, batch_size=1)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs(
+            [("--out", self.out, "file", (".partial",))],
+            [("--heldout", self.heldout), ("--probes", self.probes), ("--tasks", self.tasks), *self.grounding_inputs()],
+        )
 
 
 def bucket(chars: int) -> str:

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from terminalworld.core.formats import repos_in
 from terminalworld.core.heldout import heldout_row
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.prompts import SYSTEM_PROMPT, TASK_SYSTEM_PROMPT
 from terminalworld.core.records import atomic_jsonl, dumps_row, write_json
 from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
@@ -34,7 +35,7 @@ from terminalworld.corpus.exploration import Policy, TreeIndex, run_on_fresh_cop
 from terminalworld.env.codetrees import CodeTree, discover_code_trees, module_name
 from terminalworld.env.sandbox import CommandResult, SandboxConfig, check_available
 from terminalworld.errors import InputError
-from terminalworld.options import option
+from terminalworld.options import above, at_least, option
 
 # Round-robin over the probe index. `range` is `head -n K` or `sed -n 'A,Bp'` of a file, `cat` a file
 # of at most SMALL_FILE_BYTES, `grep` `grep -n "NAME" FILE` for a name FILE defines; the git ones
@@ -286,19 +287,25 @@ class ProbesConfig:
     """A probe set: how many, the seed, which code trees, and the sandbox's limits."""
 
     out: str = option(
-        path="output-file",
-        companions=[".manifest.json"],
         help="probe rows (JSON Lines); the manifest goes to OUT.manifest.json",
     )
-    n: int = option(200, minimum=1, help="number of probes, round-robin over the families")
-    seed: int = option(0, minimum=0)
-    repos: list[str] = option([], metavar="REPO", help="only these code trees (pypi/NAME)")
-    exclude_repos: list[str] = option([], metavar="REPO", help="leave these code trees out (say, trained on)")
+    n: int = option(200, help="number of probes, round-robin over the families")
+    seed: int = option(0)
+    repos: list[str] = option([], help="only these code trees (pypi/NAME)")
+    exclude_repos: list[str] = option([], help="leave these code trees out (say, trained on)")
     # The steps' spelling of the same: trajectory files whose repos are left out (a bad line is an error).
     exclude_repos_from: list[str] = option([], cli=False)
-    timeout_s: float = option(10.0, above=0, help="wall limit per command")
-    max_output_chars: int = option(8000, minimum=1, help="the sandbox's output cut (head and tail), as the recorder's")
-    workers: int = option(0, minimum=0, help="parallel probes (0: one per core); the output does not depend on it")
+    timeout_s: float = option(10.0, help="wall limit per command")
+    max_output_chars: int = option(8000, help="the sandbox's output cut (head and tail), as the recorder's")
+    workers: int = option(0, help="parallel probes (0: one per core); the output does not depend on it")
+
+    def __post_init__(self) -> None:
+        at_least(self, n=1, seed=0, max_output_chars=1, workers=0)
+        above(self, timeout_s=0)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs([("--out", self.out, "file", (".manifest.json",))], [])
 
 
 def make_probes(cfg: ProbesConfig) -> dict[str, Any]:

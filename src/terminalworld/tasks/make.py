@@ -46,6 +46,7 @@ from typing import Any, Literal
 from tqdm import tqdm
 
 from terminalworld.core.formats import iter_trajectories
+from terminalworld.core.paths import check_outputs
 from terminalworld.core.records import Tally, tallied, write_json
 from terminalworld.env import copies, visible
 from terminalworld.env.codetrees import (
@@ -59,7 +60,7 @@ from terminalworld.env.codetrees import (
 )
 from terminalworld.env.sandbox import Sandbox, SandboxConfig, check_available
 from terminalworld.errors import InputError
-from terminalworld.options import option
+from terminalworld.options import at_least, option
 from terminalworld.tasks import commands, layout
 from terminalworld.tasks.bugs import Bug, fixed_lines, has_candidates, inject
 
@@ -85,23 +86,30 @@ OWN_PASS_TO_PASS = 2  # of the bugged function's passing calls among PASS_TO_PAS
 class MakeTasksConfig:
     """`terminalworld tasks make`: how many tasks, from which repositories, with which seed."""
 
-    out: str = option(path="output-dir", help="output folder: one Harbor task folder per task, plus manifest.json")
-    n: int = option(20, minimum=1, help="how many tasks")
-    seed: int = option(0, minimum=0)
+    out: str = option(help="output folder: one Harbor task folder per task, plus manifest.json")
+    n: int = option(20, help="how many tasks")
+    seed: int = option(0)
     repos: list[str] = option([], help="only these code trees (pypi/NAME); default: all")
     exclude_repos: list[str] = option([], help="never these code trees")
     exclude_repos_from: list[str] = option(
-        [], path="input", help="trajectory files or globs (a training subset): the repos in them are never used"
+        [], help="trajectory files or globs (a training subset): the repos in them are never used"
     )
-    per_repo: int = option(1, minimum=1, help="at most this many tasks from one repository")
-    max_modules: int = option(6, minimum=1, help="modules of a repository tried before giving up on it")
-    max_bugs: int = option(12, minimum=1, help="bugs tried per function")
-    workers: int = option(0, minimum=0, help="repositories in parallel (0: one per core)")
+    per_repo: int = option(1, help="at most this many tasks from one repository")
+    max_modules: int = option(6, help="modules of a repository tried before giving up on it")
+    max_bugs: int = option(12, help="bugs tried per function")
+    workers: int = option(0, help="repositories in parallel (0: one per core)")
     level: Literal["command", "issue", "function", "pinpoint", "ladder"] = option(
         "function",
         help="help in the instruction: command (no bug: a shell-command task), issue, function, pinpoint, "
         "or ladder (each level in OUT/<level>/)",
     )
+
+    def __post_init__(self) -> None:
+        at_least(self, n=1, seed=0, per_repo=1, max_modules=1, max_bugs=1, workers=0)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        check_outputs([("--out", self.out, "dir", ())], [("--exclude-repos-from", p) for p in self.exclude_repos_from])
 
 
 def levels(cfg: MakeTasksConfig) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import numpy as np
 from terminalworld.core import terminal
 from terminalworld.core.render import ARMS, Rendered
 from terminalworld.errors import InputError
-from terminalworld.options import option
+from terminalworld.options import at_least, option
 from terminalworld.train.render_rows import RenderOptions
 
 _COLORS = {"assistant": "\x1b[30;43m", "user": "\x1b[30;46m"}
@@ -89,9 +89,17 @@ class ShowMaskConfig(RenderOptions):
     """One trajectory shown with each arm's trained tokens, and the coverage table of the input."""
 
     arm: Literal["assistant", "full", "user", "all"] = option("all")
-    index: int = option(0, minimum=0, help="which trajectory of the input to print")
-    max_chars: int | None = option(None, minimum=1, help="cut each printed arm after this many characters")
+    index: int = option(0, help="which trajectory of the input to print")
+    max_chars: int | None = option(None, help="cut each printed arm after this many characters")
     color: Literal["auto", "always", "never"] = option("auto")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        at_least(self, index=0, max_chars=1)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        self.check_files()
 
 
 def show_mask(cfg: ShowMaskConfig) -> None:

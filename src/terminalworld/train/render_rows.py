@@ -13,27 +13,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from terminalworld.core.paths import check_outputs, readable_file
 from terminalworld.core.render import Arm, Renderer, build_renderer, training_row
 from terminalworld.core.views import View
-from terminalworld.errors import InputError, RenderError
+from terminalworld.errors import InputError, RenderError, TerminalworldError
 from terminalworld.grounding.modes import GroundingOptions
-from terminalworld.options import chat_template_file, loadable_tokenizer, option
+from terminalworld.options import at_least, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class RenderOptions:
     """Which trajectories, and how they are rendered: tokenizer, template, view, harness text, length."""
 
-    tokenizer: str = option(
-        path="input", check=loadable_tokenizer, help="tokenizer folder, GGUF file, or qwen3 / smollm2"
-    )
-    inputs: list[str] = option(
-        flag="--in", path="input", help="trajectory file or glob; repeat (or comma-separate) for several"
-    )
-    chat_template: str | None = option(
-        None, path="input", check=chat_template_file, help="Jinja chat template file (default: the tokenizer's)"
-    )
-    max_len: int | None = option(None, minimum=1, help="cut rows after this many tokens")
+    tokenizer: str = option(help="tokenizer folder, GGUF file, or qwen3 / smollm2")
+    inputs: list[str] = option(flag="--in", help="trajectory file or glob; repeat (or comma-separate) for several")
+    chat_template: str | None = option(None, help="Jinja chat template file (default: the tokenizer's)")
+    max_len: int | None = option(None, help="cut rows after this many tokens")
     exclude_harness_text: bool = option(False, help="harness text owns nothing (ECHO's O')")
     view: View = option("agent", help="sim: the dedicated-simulator framing")
 
@@ -47,14 +42,50 @@ class RenderOptions:
             max_len=self.max_len,
         )
 
+    def __post_init__(self) -> None:
+        at_least(self, max_len=1)
+
+    def check_files(self) -> None:
+        """Refuse, before any work, a tokenizer that does not load or a template that does not
+        compile (the tokenizer is cached, so the command does not load it twice)."""
+        from terminalworld.core.assets import load_tokenizer, read_chat_template
+
+        try:
+            load_tokenizer(self.tokenizer)
+        except (ValueError, TerminalworldError) as e:
+            raise InputError(f"--tokenizer {self.tokenizer}: {e}") from None
+        if self.chat_template is not None:
+            readable_file("--chat-template", self.chat_template)
+            try:
+                read_chat_template(self.chat_template)
+            except (ValueError, TerminalworldError) as e:
+                raise InputError(f"--chat-template {self.chat_template}: {e}") from None
+
 
 @dataclass(frozen=True, kw_only=True)
 class RenderConfig(RenderOptions, GroundingOptions):
     """One arm of training rows from trajectory files; with `--grounding`, every turn of the view
     has its grounding block (owned by nobody), so a grounded simulator can be trained on them."""
 
-    out: str = option(path="output-file", help=".jsonl, .jsonl.gz or .parquet")
+    out: str = option(help=".jsonl, .jsonl.gz or .parquet")
     arm: Arm = option(help="assistant (a), full (b) or user (c)")
+
+    def __post_init__(self) -> None:
+        RenderOptions.__post_init__(self)
+        GroundingOptions.__post_init__(self)
+
+    def check_paths(self) -> None:
+        """Refuse, before any work, outputs that cannot be written or that touch an input."""
+        self.check_files()
+        check_outputs(
+            [("--out", self.out, "file", ())],
+            [
+                ("--tokenizer", self.tokenizer),
+                *[("--in", p) for p in self.inputs],
+                ("--chat-template", self.chat_template),
+                *self.grounding_inputs(),
+            ],
+        )
 
 
 MAX_NAMED_FAILURES = 100
