@@ -154,23 +154,23 @@ def build(d: Demo = Demo()) -> DemoGraph:
     base = train.checkpoint(
         tokenized=text, arm="base", scale="demo", recipe=recipe(d.pretrain_epochs, d.pretrain_lr, d.tiny), version=v
     )
+    data = train.arm_sets(
+        subsets=subsets,
+        size=d.sft_size,
+        arms=d.arms,
+        scale="demo",
+        tokenizer=d.tokenizer,
+        seq_len=d.seq_len,
+        workers=workers,
+        shard_rows=d.shard_rows,
+        version=v,
+    )
     models = {"base": base}
     for arm in d.arms:
-        data = train.tokenized(
-            subsets=subsets,
-            size=d.sft_size,
-            arm=arm,
-            scale="demo",
-            tokenizer=d.tokenizer,
-            max_len=d.seq_len - 1,
-            seq_len=d.seq_len,
-            workers=workers,
-            shard_rows=d.shard_rows,
-            version=v,
+        run = train.nested_scales(
+            tokenized=data[arm], arm=arm, scales=[("demo", recipe(d.sft_epochs, d.sft_lr))], init_from=base, version=v
         )
-        models[arm] = train.checkpoint(
-            tokenized=data, arm=arm, scale="demo", recipe=recipe(d.sft_epochs, d.sft_lr), init_from=base, version=v
-        )
+        models[arm] = run["demo"]
     # The probe scores within the trained window: a longer row is skipped with its reason.
     scores = [
         evaluation.scores(model=m, model_name=name, heldout=heldout, window=d.seq_len, version=v)

@@ -11,6 +11,7 @@ measured ratio of those rates (`Batched`, `benchmarks/sampled_batching.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -145,3 +146,54 @@ def projection_table(
     totals = "".join(hours(sum(c.values())).rjust(22) for c in [*measured, *cols])
     lines.append("total".ljust(width) + totals)
     return "\n".join(lines)
+
+
+# Each step kind's work from the arguments its step is built with. The prompt sizes are the pilot's
+# measured shapes: an agent's first prompt is about 900 tokens and each turn adds a reply and an
+# observation (about 400); a probe prompt about 800; a closed-loop turn about 2,500.
+AGENT_PROMPT, AGENT_TURN_GROWTH, PROBE_PROMPT, LOOP_PROMPT = 900, 400, 800, 2500
+COMMANDS_PER_TRAJECTORY, COMMANDS_PER_TASK = 22, 30  # recorded; to find and check one generated task
+
+
+def sft_work(*, steps: int, done: int, batch_size: int, seq_len: int) -> Work:
+    """A continued SFT step from step `done` to `steps`."""
+    return Work(sft_tokens=(steps - done) * batch_size * seq_len)
+
+
+def probe_work(*, rows: int, row_tokens: int) -> Work:
+    """One model's teacher-forced forward over each held-out row (every depth in the same forward)."""
+    return Work(scored_tokens=rows * row_tokens)
+
+
+def agent_work(*, tasks: int, attempts: int, harness: Any, concurrent: int) -> Work:
+    """One model's sampled attempts on a task suite under `harness` (its `max_turns` of at most
+    `max_tokens_per_turn`), `concurrent` of them decoded together."""
+    trials, turns, tokens_per_turn = tasks * attempts, harness.max_turns, harness.max_tokens_per_turn
+    prompt = sum(AGENT_PROMPT + AGENT_TURN_GROWTH * t for t in range(turns))
+    return Work(
+        trials=trials,
+        generations=trials * turns,
+        rows=min(concurrent, trials),
+        prompt_tokens=trials * prompt,
+        new_tokens=trials * turns * tokens_per_turn,
+    )
+
+
+def sim_work(*, heldout: int, probes: int, loop_turns: int, decoding: Any, row_tokens: int) -> Work:
+    """One model's simulator grade: tier 1 on `heldout` rows, tier 2 on `probes`, tier 3 over
+    `loop_turns` turns of the solver's loop (0: not graded), each sampling `decoding.max_new_tokens`."""
+    new_tokens = decoding.max_new_tokens
+    generations = heldout + probes + loop_turns
+    return Work(
+        models=2 + bool(loop_turns),
+        generations=generations,
+        prompt_tokens=heldout * row_tokens + probes * PROBE_PROMPT + loop_turns * LOOP_PROMPT,
+        new_tokens=generations * new_tokens,
+    )
+
+
+def record_work(*, trajectories: int, solving: int, tasks: int) -> Work:
+    """Recording trajectories and solving episodes, and making (finding and checking) tasks."""
+    return Work(
+        models=0, sandbox_commands=COMMANDS_PER_TRAJECTORY * (trajectories + solving) + COMMANDS_PER_TASK * tasks
+    )

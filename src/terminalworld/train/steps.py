@@ -4,6 +4,8 @@ through SkyRL. Each step runs the stage's function on its config, built from the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import (
     Checkpoint,
@@ -111,6 +113,58 @@ def checkpoint(
         artifacts.checkpoint(arm, scale), train_checkpoint, config, version=version, deps=deps, resources=resources
     )
     return Checkpoint(step)
+
+
+def arm_sets(
+    *,
+    subsets: Subsets,
+    size: int,
+    arms: Sequence[str],
+    scale: str,
+    tokenizer: str,
+    seq_len: int,
+    workers: Workers,
+    shard_rows: int,
+    version: str,
+) -> dict[str, Tokenized]:
+    """One tokenized set per loss-mask arm of the subset of `size`, packed to `seq_len` (a
+    trajectory longer than the window split into pieces of at most `seq_len - 1` tokens)."""
+    return {
+        arm: tokenized(
+            subsets=subsets,
+            size=size,
+            arm=arm,
+            scale=scale,
+            tokenizer=tokenizer,
+            max_len=seq_len - 1,
+            seq_len=seq_len,
+            workers=workers,
+            shard_rows=shard_rows,
+            version=version,
+        )
+        for arm in arms
+    }
+
+
+def nested_scales(
+    *, tokenized: Tokenized, arm: str, scales: Sequence[tuple[str, SftRecipe]], init_from: Model, version: str
+) -> dict[str, Checkpoint]:
+    """One arm's SFT run whose checkpoints are its scales, in order: each scale's step continues the
+    previous one's checkpoint to its own `recipe.steps` on the same data (one scale: one run)."""
+    out: dict[str, Checkpoint] = {}
+    previous = None
+    for name, recipe in scales:
+        previous = checkpoint(
+            tokenized=tokenized,
+            arm=arm,
+            scale=name,
+            recipe=recipe,
+            init_from=init_from,
+            continue_from=previous,
+            version=version,
+        )
+        out[name] = previous
+    return out
 
 
 def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: EchoRecipe, version: str) -> EchoArm:
