@@ -26,9 +26,12 @@ from typing import Any, Literal
 from terminalworld.core.assets import load_hf_model, load_tokenizer
 from terminalworld.core.batching import WINDOW_S, DynamicBatcher
 from terminalworld.core.decoding import grouped_attention
+from terminalworld.core.engine import ContinuousEngine
 from terminalworld.options import at_least, option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
+CONTINUOUS_BATCH = 32  # rows per step of the continuous engine: requests join and leave between steps
+Engine = Literal["continuous", "batched"]
 # How long an agent grade's batch waits for all its concurrent attempts: longer than a sandbox
 # command between two turns (the pilot's estimate: 0.1-0.3 s), short against a turn's generation.
 GATHER_WINDOW_S = 1.0
@@ -52,20 +55,30 @@ class ChatModel:
         gather: int | None = None,
         window_s: float = WINDOW_S,
         prefix_bytes: int = PREFIX_BYTES,
+        engine: Engine = "batched",
     ):
-        """`gather` and `window_s`: how a batch collects its requests (`core.batching`); an agent
-        grade gathers its concurrent attempts (`GATHER_WINDOW_S`); `prefix_bytes`: how much of recent
-        prompts' keys and values is kept for reuse (0: none, each request prefilled whole)."""
+        """`engine`: `continuous` (transformers' continuous batching, `core.engine`) or `batched`
+        (`core.batching`); for the latter, `gather` and `window_s`: how a batch collects its
+        requests; an agent grade gathers its concurrent attempts (`GATHER_WINDOW_S`);
+        `prefix_bytes`: how much of recent prompts' keys and values is kept for reuse (0: none, each
+        request prefilled whole)."""
         self.tokenizer = load_tokenizer(path)
-        self.model = grouped_attention(load_hf_model(path, dtype).eval())  # a batch's padded decode steps
+        self.engine = engine
         self.context_tokens = context_tokens
-        eos = self.model.generation_config.eos_token_id
+        model = load_hf_model(path, dtype).eval()
+        eos = model.generation_config.eos_token_id
         eos = self.tokenizer.eos_token_id if eos is None else eos
+        stop = eos if isinstance(eos, list) else [eos]
+        if engine == "continuous":
+            self.model = model
+            self.batcher = ContinuousEngine(model, stop=stop, max_batch=max(max_batch, CONTINUOUS_BATCH))
+            return
+        self.model = grouped_attention(model)  # a batch's padded decode steps
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         self.batcher = DynamicBatcher(
             self.model,
             pad=pad,
-            stop=eos if isinstance(eos, list) else [eos],
+            stop=stop,
             max_batch=max_batch,
             gather=gather,
             window_s=window_s,
@@ -76,7 +89,15 @@ class ChatModel:
         """How the server has batched and reused so far: the batch settings, the size of each batch
         formed and, with kept prefixes, the prompt tokens reused and prefilled."""
         b = self.batcher
-        out = {"max_batch": b.max_batch, "gather": b.gather, "window_s": b.window_s, "batches": list(b.batches)}
+        if self.engine == "continuous":
+            return {"engine": "continuous", "max_batch": b.max_batch}
+        out = {
+            "engine": "batched",
+            "max_batch": b.max_batch,
+            "gather": b.gather,
+            "window_s": b.window_s,
+            "batches": list(b.batches),
+        }
         if b.cache is not None:
             out |= {"prefix_tokens_reused": b.cache.hits, "prefix_tokens_prefilled": b.cache.misses}
         return out
