@@ -137,3 +137,22 @@ def test_smollm2_greedy_and_seeded_on_the_real_model():
         engine.close()
     assert greedy == [_alone_greedy(model, p, 8, stop) for p in prompts]
     assert together == alone
+
+
+def test_the_simulators_engine_backend_generates_what_padded_batches_do(tiny):
+    # Greedy prompts served all at once by `sim.backend.EngineGenerator` get what `HFGenerator`'s
+    # left-padded batches give them.
+    from terminalworld.sim.backend import EngineGenerator, HFGenerator
+
+    tok, model, _ = tiny
+    prompts = _prompts(tok, 5)
+    stop = [tok.eos_token_id]
+    engine = EngineGenerator(copy.deepcopy(model), stop=stop)
+    try:
+        got = engine.generate(prompts, max_new_tokens=8, temperature=0.0, seed=0)
+    finally:
+        engine.engine.close()
+    padded = HFGenerator(model, stop=stop, pad=stop[0], batch_size=5).generate(
+        prompts, max_new_tokens=8, temperature=0.0, seed=0
+    )
+    assert got == padded

@@ -12,7 +12,8 @@ Generation stops at the template's end of turn or at `max_new_tokens`, in which 
 with a visible note (`CAP_NOTE`).
 
 Backends behind one interface (`generate(prompts, ...)` → token ids per prompt): `HFGenerator`
-(in process, CPU or GPU, batched with left padding) and `VLLMGenerator` (GPU). Sampling is pure
+(in process, CPU or GPU, batched with left padding), `EngineGenerator` (in process, transformers'
+continuous batching) and `VLLMGenerator` (GPU). Sampling is pure
 temperature sampling (no top-k or top-p), greedy at temperature 0, seeded.
 """
 
@@ -144,6 +145,35 @@ class HFGenerator:
             )
             out += [_until_stop(row.tolist(), self.stop) for row in new]
         return out
+
+
+class EngineGenerator:
+    """An HF causal LM on the continuous engine (`core.engine`): every prompt of a call is in flight
+    at once and joins the running batch, each drawing with its own seed (`seed` + its index), so a
+    prompt's tokens do not depend on the prompts beside it."""
+
+    def __init__(self, model, *, stop: list[int], max_batch: int = 32):
+        from terminalworld.core.engine import ContinuousEngine
+        from terminalworld.core.threads import ensure_threads
+
+        ensure_threads()
+        self.engine = ContinuousEngine(model.eval(), stop=stop, max_batch=max_batch)
+        self.stop = stop
+
+    def generate(
+        self, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, seed: int
+    ) -> list[list[int]]:
+        """Token ids generated after each prompt (at most `max_new_tokens`, through the first stop token)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(k: int) -> list[int]:
+            new = self.engine.generate(
+                prompts[k], max_new_tokens=max_new_tokens, temperature=temperature, seed=seed + k
+            )
+            return _until_stop(new, self.stop)
+
+        with ThreadPoolExecutor(max_workers=max(1, len(prompts))) as pool:
+            return list(pool.map(one, range(len(prompts))))
 
 
 class VLLMGenerator:

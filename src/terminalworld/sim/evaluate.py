@@ -37,7 +37,15 @@ from terminalworld.corpus.solver import plan, wrong_fix
 from terminalworld.errors import InputError
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of, same_grounding
 from terminalworld.options import at_least, option
-from terminalworld.sim.backend import CAP_NOTE, HFGenerator, Simulated, Simulator, VLLMGenerator, stop_ids
+from terminalworld.sim.backend import (
+    CAP_NOTE,
+    EngineGenerator,
+    HFGenerator,
+    Simulated,
+    Simulator,
+    VLLMGenerator,
+    stop_ids,
+)
 from terminalworld.sim.closed_loop import (
     Agent,
     LoopEpisode,
@@ -79,7 +87,9 @@ class SimEvalConfig(GroundingOptions):
     temperature: float = option(0.0, help="0 is greedy")
     seed: int = option(0)
     all_depths: bool = option(False, help="generate every observation of a row, each from its real prefix")
-    backend: Literal["hf", "vllm"] = option("hf")
+    backend: Literal["hf", "continuous", "vllm"] = option(
+        "hf", help="hf: padded batches; continuous: transformers' continuous batching (tiers 1-2); vllm: GPU"
+    )
     dtype: Precision = option("auto", help="compute precision; auto: bfloat16 where native and agreeing")
     device: Literal["cpu", "cuda"] = option("cpu")
     batch_size: int = option(1, help="rows served together: prompts per HF generate call")
@@ -252,9 +262,17 @@ def simulator(cfg: SimEvalConfig) -> Simulator:
         model = generation_model(path, cfg.dtype, cfg.device)
         # Tier 3's turns extend one session, so each reuses the session's KV cache; tiers 1 and 2
         # score independent rows, batched, each from scratch.
-        generator = HFGenerator(
-            model, stop=stop, pad=pad, batch_size=cfg.batch_size, device=cfg.device, reuse_cache=cfg.tasks is not None
-        )
+        if cfg.backend == "continuous" and cfg.tasks is None:
+            generator = EngineGenerator(model, stop=stop)
+        else:
+            generator = HFGenerator(
+                model,
+                stop=stop,
+                pad=pad,
+                batch_size=cfg.batch_size,
+                device=cfg.device,
+                reuse_cache=cfg.tasks is not None,
+            )
     return Simulator(renderer, generator, cfg.max_new_tokens, cfg.temperature, cfg.seed)
 
 
