@@ -91,6 +91,60 @@ def test_imports_go_down_the_stages():
     assert upward == []
 
 
+# A module named by a string: `"terminalworld.x.y"` (run with `python -m`) or `"terminalworld.x.y:Name"`
+# (an import path). Loaded at run time, it is an import that the graph above does not see.
+_NAMED = re.compile(r"terminalworld(\.\w+)+(:\w+)?")
+
+# Modules that load modules by a name computed at run time (`importlib.import_module`, `__import__`),
+# and what they load: never this package's, which the string check could not see.
+LOADS_BY_NAME = {"terminalworld.tasks.casecheck": "a generated task's own code, inside the sandbox"}
+
+
+def _named_by_strings(tree: ast.Module) -> set[str]:
+    """Modules of the package that the file's string constants name, whole."""
+    return {
+        node.value.split(":")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMED.fullmatch(node.value)
+    }
+
+
+def _loads_by_name(tree: ast.Module) -> bool:
+    """Whether the file calls `import_module` or `__import__` (under any owner)."""
+    return any(
+        isinstance(node, ast.Call)
+        and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in ("import_module", "__import__")
+        for node in ast.walk(tree)
+    )
+
+
+def _upward_by_name(module: str, tree: ast.Module) -> list[str]:
+    rank = {s: i for i, s in enumerate(STAGES)}
+    named = _named_by_strings(tree) - set(FOREIGN)  # loaded by their environment's own process
+    upward = [f"{module} -> {d} (by name)" for d in sorted(named) if rank[_stage(d)] > rank[_stage(module)]]
+    loads = [f"{module} loads by a computed name"] if _loads_by_name(tree) and module not in LOADS_BY_NAME else []
+    return upward + loads
+
+
+def test_no_module_reaches_upward_by_name():
+    # A stage above hands its function to the caller that owns both stages (the command line or a
+    # step), rather than a module below naming it by import path. Modules that load only inside
+    # another environment are named to that environment's process, which loads them there.
+    found = [f for p in SRC.rglob("*.py") for f in _upward_by_name(_module(p), ast.parse(p.read_text()))]
+    assert found == []
+
+
+def test_the_reach_by_name_rule_sees_an_import_path_and_a_computed_import():
+    loop = 'LOOP = "terminalworld.sim.harbor_loop:write_closed_loop"\n'
+    assert _upward_by_name("terminalworld.agent.evaluate", ast.parse(loop)) == [
+        "terminalworld.agent.evaluate -> terminalworld.sim.harbor_loop (by name)"
+    ]
+    computed = "import importlib\nmodule = importlib.import_module(name)\nother = __import__(name)\n"
+    assert _upward_by_name("terminalworld.agent.evaluate", ast.parse(computed)) != []
+    down = 'JOB = "terminalworld.core.records"\nENV = "terminalworld.sim.harbor_environment:SimulatedEnvironment"\n'
+    assert _upward_by_name("terminalworld.agent.evaluate", ast.parse(down)) == []
+
+
 def test_no_stage_imports_another_stages_generator():
     reach = [
         f"{m} -> {d}"
@@ -218,22 +272,21 @@ def test_every_step_runs_a_function_its_stage_exports():
 
 
 def test_every_import_path_names_a_definition():
-    # Harbor's environments and agent, and the simulated job's closed loop, are named by import path
-    # ("terminalworld.x.y:Name", loaded where they run): each names a module that defines it.
+    # Harbor's environments and agent are named by import path ("terminalworld.x.y:Name", loaded
+    # where they run), and modules run with `python -m` by name: each names a module that defines it.
     paths = [
         node.value
         for p in SRC.rglob("*.py")
         for node in ast.walk(ast.parse(p.read_text()))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
-        if re.fullmatch(r"terminalworld(\.\w+)+:\w+", node.value)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _NAMED.fullmatch(node.value)
     ]
     missing = []
     for path in paths:
-        module, name = path.split(":")
+        module, _, name = path.partition(":")
         file = SRC.parent / (module.replace(".", "/") + ".py")
-        if not file.is_file() or name not in _defined_in(ast.parse(file.read_text())):
+        if not file.is_file() or (name and name not in _defined_in(ast.parse(file.read_text()))):
             missing.append(path)
-    assert len(paths) >= 4 and missing == []
+    assert len(paths) >= 5 and missing == []
 
 
 # Markdown a report module could write by hand: a table row, or an edit of a heading.

@@ -9,6 +9,7 @@ print one line and exit with status 2; anything else is a bug and keeps its trac
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import sys
@@ -96,6 +97,7 @@ def _commands() -> dict[str, tuple[str, type, Callable[[Any], object]]]:
     from terminalworld.report.site import DocsBuildConfig, build_docs
     from terminalworld.report.verify import VerifyConfig, print_verify
     from terminalworld.sim.evaluate import SimEvalConfig, sim_eval
+    from terminalworld.sim.harbor_loop import write_closed_loop
     from terminalworld.sim.probes import ProbesConfig, make_probes
     from terminalworld.tasks.make import MakeTasksConfig, make_tasks
     from terminalworld.train.maskview import ShowMaskConfig, show_mask
@@ -117,7 +119,12 @@ def _commands() -> dict[str, tuple[str, type, Callable[[Any], object]]]:
         "compare": ("the probe table, plots and metrics.json from scorer outputs", CompareConfig, compare_main),
         "sandbox exec": ("run one command in the sandbox; print what an agent would see", ExecConfig, exec_main),
         "tasks make": ("SWE-style bug-fix tasks in Harbor's format, validated", MakeTasksConfig, make_tasks),
-        "agent-eval": ("grade an agent on Harbor-format tasks with Harbor (resumable)", AgentEvalConfig, agent_eval),
+        "agent-eval": (
+            "grade an agent on Harbor-format tasks with Harbor (resumable)",
+            AgentEvalConfig,
+            # The command line owns both stages: a simulated job's closed loop is the simulator's.
+            functools.partial(agent_eval, closed_loop=write_closed_loop),
+        ),
         "docs build": ("the docs site's generated pages, from report artifacts", DocsBuildConfig, build_docs),
         "docs verify": (
             "recompute a committed snapshot's reports from its rows and compare every figure",

@@ -12,6 +12,7 @@ import pytest
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 from terminalworld.agent.process import LOCALISATION, STEPS
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
+from terminalworld.sim.harbor_loop import write_closed_loop
 from terminalworld.tasks.layout import solution_patch
 
 COMMAND_STEPS = ("body_shown", "line_shown", "reproduced")  # reached only by what commands show
@@ -199,7 +200,7 @@ def test_a_simulated_environment_answers_the_agent_while_a_real_shadow_is_graded
         simulator="smollm2",
         simulator_tokens=8,
     )
-    s = agent_eval(cfg)
+    s = agent_eval(cfg, closed_loop=write_closed_loop)
     # The real shadow repository was fixed, so the real verifier scores 1.0 whatever the agent saw.
     assert s["scored_trials"] == 1 and s["pass_at_1"] == 1.0
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
@@ -233,7 +234,7 @@ def test_a_hybrid_simulated_environment_serves_exact_routes_from_the_shadow(task
         simulator_tokens=8,
         grounding="hybrid",
     )
-    s = agent_eval(cfg)
+    s = agent_eval(cfg, closed_loop=write_closed_loop)
     assert s["pass_at_1"] == 1.0 and s["closed_loop"]["grounding"] == s["grounding"] == "hybrid"
     assert [json.loads(x)["grounding"] for x in (out / "trials.jsonl").read_text().splitlines()] == ["hybrid"]
     [episode] = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]

@@ -12,6 +12,7 @@ import pytest
 from terminalworld.agent.evaluate import AgentEvalConfig, agent_eval
 from terminalworld.core.trajectories import SUBMIT_SENTINEL
 from terminalworld.pipeline.artifacts import SHADOW_LOG
+from terminalworld.sim.harbor_loop import write_closed_loop
 
 AGENT_TIMEOUT_S = 300.0  # short beside a stall that never ends; room for a loaded CPU's simulator
 COMMANDS = [r"grep -rn '\(.*\)*QQQ' .", "grep -rnE '" + "(" * 500 + "def" + ")" * 500 + "' ."]
@@ -40,7 +41,7 @@ def test_hostile_patterns_leave_a_grounded_trial_on_time_and_scored(generated_ta
     )
     # A stuck job would hold this test forever: the bound is a failure, not a speed claim.
     pool = concurrent.futures.ThreadPoolExecutor(1)
-    job = pool.submit(agent_eval, cfg)
+    job = pool.submit(agent_eval, cfg, write_closed_loop)
     pool.shutdown(wait=False)
     try:
         s = job.result(timeout=600)

@@ -1,6 +1,7 @@
 """`agent-eval --environment simulated` after Harbor's job (`sim.harbor_loop`), on a job folder laid
 out as Harbor writes it: the grounding mode is in every closed-loop row and their summary; each
-route's share counts the real output; `--grounding` without a simulator is refused."""
+route's share counts the real output; `--grounding` without a simulator is refused, and so is a
+simulated job whose caller did not pass the closed loop (the command line does)."""
 
 import json
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 from terminalworld.agent.evaluate import JOB_NAME, AgentEvalConfig, agent_eval
 from terminalworld.agent.harbor import runtime
 from terminalworld.agent.results import trial_row
+from terminalworld.cli import commands
 from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.harbor_loop import write_closed_loop
@@ -40,7 +42,7 @@ def _job(out: Path) -> Path:
 
 def test_the_mode_is_in_every_row_and_the_summary(tmp_path):
     out = tmp_path / "out"
-    s = write_closed_loop(_job(out), out, "hybrid")  # what agent_eval calls after a simulated job
+    s = write_closed_loop(_job(out), out, "hybrid")  # what agent_eval calls after a simulated job, given it
     loops = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
     assert [r["grounding"] for r in loops] == ["hybrid"] and s["grounding"] == "hybrid"
     # A token per 4 characters of the real output, for both routes: 101 and 11, not 3 and 11.
@@ -53,3 +55,16 @@ def test_grounding_without_a_simulator_is_refused(tmp_path, monkeypatch):
     cfg = AgentEvalConfig(tasks=str(tmp_path), out=str(tmp_path / "out"), grounding="retrieved")
     with pytest.raises(InputError, match="--grounding retrieved needs --environment simulated"):
         agent_eval(cfg)
+
+
+def test_a_simulated_job_without_its_closed_loop_is_refused_before_harbor_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime, "harbor_python", lambda: pytest.fail("Harbor must not run"))
+    cfg = AgentEvalConfig(tasks=str(tmp_path), out=str(tmp_path / "out"), environment="simulated", simulator="x")
+    with pytest.raises(TypeError, match="needs closed_loop"):
+        agent_eval(cfg)
+
+
+def test_the_command_line_hands_the_closed_loop_to_the_agent_grade(tmp_path):
+    # The simulator's stage sits above the agent's: the command line, which owns both, passes it in.
+    _, fn = commands().parse(["agent-eval", "--tasks", str(tmp_path), "--out", str(tmp_path / "out")])
+    assert fn.func is agent_eval and fn.keywords == {"closed_loop": write_closed_loop}

@@ -12,17 +12,19 @@ Output folder: `jobs/` (Harbor's job: one folder per trial, resumable: a rerun k
 that has a result), `trials.jsonl` (one row per trial, with the steps of a fix it reached:
 `agent.process`), `summary.json` (pass@1 ± stderr, pass@k, the rate of each step of a fix,
 counts, errors) and `harbor_result.json` (Marin's field names); in the simulated environment also
-`closed_loop.jsonl` (`sim.harbor_loop`). The command line and the steps both call `agent_eval`. A trial that crashes is that
-trial's error; the others keep their results.
+`closed_loop.jsonl`, written by the function the caller passes (`sim.harbor_loop.write_closed_loop`:
+the simulator's stage sits above this one, so the command line, which owns both, hands it in). The
+command line and the steps both call `agent_eval`. A trial that crashes is that trial's error; the
+others keep their results.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,10 +43,11 @@ from terminalworld.options import above, at_least, option
 JOB_NAME = "agent-eval"
 SANDBOX_ENVIRONMENT = "terminalworld.agent.harbor.environment:SandboxEnvironment"
 SIMULATED_ENVIRONMENT = "terminalworld.sim.harbor_environment:SimulatedEnvironment"
-# The simulator's stage sits above this one: its closed-loop summary of a simulated job is named by
-# import path, as its Harbor environment is, and loaded only when a job ran there.
-SIMULATED_LOOP = "terminalworld.sim.harbor_loop:write_closed_loop"
 SWE_ZERO_AGENT = "terminalworld.agent.harbor.agent:SweZeroAgent"
+
+# Summarises a finished simulated job: (Harbor's job folder, the output folder, the grounding mode)
+# -> the summary's `closed_loop`, having written `closed_loop.jsonl`.
+ClosedLoop = Callable[[Path, Path, str], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -191,11 +194,14 @@ def _simulator(cfg: AgentEvalConfig):
         raise InputError("--environment simulated needs --simulator or --simulator-endpoint")
 
 
-def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
-    """Run (or resume) the Harbor job and write trial rows and the summaries; returns the summary."""
+def agent_eval(cfg: AgentEvalConfig, closed_loop: ClosedLoop | None = None) -> dict[str, Any]:
+    """Run (or resume) the Harbor job and write trial rows and the summaries; returns the summary.
+    A simulated job needs `closed_loop` (`sim.harbor_loop.write_closed_loop`) to summarise it."""
     if cfg.environment != "simulated" and cfg.grounding != "none":
         # Only a simulator reads a grounding block: elsewhere the flag would be silently ignored.
         raise InputError(f"--grounding {cfg.grounding} needs --environment simulated (got {cfg.environment})")
+    if cfg.environment == "simulated" and closed_loop is None:
+        raise TypeError("agent_eval: a simulated job needs closed_loop (sim.harbor_loop.write_closed_loop)")
     local = not cfg.tasks.startswith("registry:")
     if local and not Path(cfg.tasks).is_dir():
         raise InputError(f"--tasks {cfg.tasks}: not a folder")
@@ -242,9 +248,8 @@ def agent_eval(cfg: AgentEvalConfig) -> dict[str, Any]:
     with atomic_jsonl(str(out / "trials.jsonl")) as f:
         for row in rows:
             f.write(dumps_row({**row, **simulated}))
-    if simulated:  # the job's closed loop: `closed_loop.jsonl`, summarised under `closed_loop`
-        module, name = SIMULATED_LOOP.split(":")
-        summary["closed_loop"] = getattr(importlib.import_module(module), name)(job, out, cfg.grounding)
+    if closed_loop is not None and simulated:  # `closed_loop.jsonl`, summarised under `closed_loop`
+        summary["closed_loop"] = closed_loop(job, out, cfg.grounding)
     write_json(str(out / "summary.json"), summary)
     write_json(str(out / "harbor_result.json"), results.harbor_result(summary))
     return summary

@@ -2,9 +2,9 @@
 (`sim.harbor_environment.SimulatedEnvironment`), where a simulator answered the agent's commands
 and the sandbox ran them too as the shadow Harbor's verifier graded.
 
-`agent.evaluate.agent_eval` calls `write_closed_loop` (by import path: this stage sits above it)
-once the job is done: one row per trial in `closed_loop.jsonl` and their summary, each with the
-grounding mode, as `score` and `sim-eval` record it.
+`agent.evaluate.agent_eval` calls `write_closed_loop` once the job is done (its caller passes it
+in: this stage sits above the agent's): one row per trial in `closed_loop.jsonl` and their summary,
+each with the grounding mode, as `score` and `sim-eval` record it.
 """
 
 from __future__ import annotations
