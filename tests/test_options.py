@@ -116,7 +116,7 @@ def test_bad_values_are_one_line_naming_the_flag(argv, needles, capsys):
 
 
 def test_bounds_hold_for_built_configs_and_paths_are_one_call():
-    with pytest.raises(ValueError, match="n: must be at least 1, got 0"):
+    with pytest.raises(ValueError, match=r"^--n must be at least 1, got 0$"):
         Config(out="o", inputs=["a"], n=0)
     with pytest.raises(InputError, match=r"--template /nonexistent/t\.jinja: no such file"):
         parse(Config, ["--in", "a", "-o", "o", "--template", "/nonexistent/t.jinja"]).check_paths()

@@ -18,6 +18,8 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NoReturn
 
+from terminalworld.errors import InputError
+
 
 def option(default: Any = dataclasses.MISSING, help: str = "", *, flag: str | tuple[str, ...] = (), **kw: bool) -> Any:
     """A field with its help, its spellings (`flag`) and, in `kw`, `positional=True` (the command's
@@ -28,11 +30,11 @@ def option(default: Any = dataclasses.MISSING, help: str = "", *, flag: str | tu
     return dataclasses.field(default=default, metadata=meta)
 
 
-class ConfigError(ValueError):
-    """A field's value out of bounds (`name: problem`); the parser names the field's flag."""
+class ConfigError(InputError, ValueError):
+    """A field's value out of bounds: `--name problem`; the parser names the field's own flag."""
 
     def __init__(self, name: str, problem: str):
-        super().__init__(f"{name}: {problem}")
+        super().__init__(f"--{name.replace('_', '-')} {problem}")
         self.name, self.problem = name, problem
 
 
@@ -48,15 +50,6 @@ def above(cfg: Any, **bounds: float) -> None:
     for name, low in bounds.items():
         if (value := getattr(cfg, name)) is not None and not value > low:
             raise ConfigError(name, f"must be greater than {low:g}, got {value:g}")
-
-
-def int_list(cfg: Any, name: str, minimum: int = 1) -> list[int]:
-    """The comma-separated integers of field `name`, each at least `minimum`."""
-    text = getattr(cfg, name)
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isascii() and p.isdigit() and int(p) >= minimum for p in parts):
-        raise ConfigError(name, f"expected comma-separated integers of at least {minimum}, got {text!r}")
-    return [int(p) for p in parts]
 
 
 def load_data(path: str) -> Any:

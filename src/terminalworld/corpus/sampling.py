@@ -38,7 +38,7 @@ from terminalworld.core.records import BadLine, Record, Tally, atomic_jsonl, dum
 from terminalworld.core.targets import class_counts, classify_turn, sentinel_turn
 from terminalworld.core.trajectories import Trajectory
 from terminalworld.errors import InputError
-from terminalworld.options import at_least, int_list, option
+from terminalworld.options import ConfigError, at_least, option
 from terminalworld.pipeline.artifacts import subset_file
 
 
@@ -80,7 +80,7 @@ class SubsetsConfig:
     seed: int = option(42)
 
     def __post_init__(self) -> None:
-        int_list(self, "sizes")
+        subset_sizes(self)
         at_least(self, seed=0)
 
     def check_paths(self) -> None:
@@ -94,12 +94,12 @@ def subset_path(out: str, size: int) -> str:
 
 
 def subset_sizes(cfg: SubsetsConfig) -> list[int]:
-    """The distinct subset sizes, ascending; raises `InputError` unless all are positive integers
-    (parsed as strictly as the flag is)."""
-    try:
-        return sorted(set(int_list(cfg, "sizes")))
-    except ValueError:
-        raise InputError(f"--sizes must be positive integers, got {cfg.sizes!r}") from None
+    """The distinct subset sizes, ascending; raises `ConfigError` (an `InputError`) unless all are
+    positive integers (parsed as strictly as a flag is)."""
+    parts = [p.strip() for p in cfg.sizes.split(",") if p.strip()]
+    if not parts or not all(p.isascii() and p.isdigit() and int(p) >= 1 for p in parts):
+        raise ConfigError("sizes", f"must be positive integers, got {cfg.sizes!r}")
+    return sorted({int(p) for p in parts})
 
 
 def too_few(valid: int, k: int) -> InputError:
@@ -216,10 +216,8 @@ class HeldoutConfig:
 
 
 def check_heldout(cfg: HeldoutConfig) -> None:
-    """Raise `InputError` for a bad n or context length, or a corpus glob that matches nothing
-    (before the long training pass)."""
-    if cfg.n <= 0 or cfg.context_turns < 0:
-        raise InputError("--n must be positive and --context-turns non-negative")
+    """Raise `InputError` for a corpus glob that matches nothing (before the long training pass);
+    n and the context length are bounded by the config itself."""
     expand_all(cfg.corpus)
 
 

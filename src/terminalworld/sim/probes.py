@@ -315,8 +315,6 @@ def make_probes(cfg: ProbesConfig) -> dict[str, Any]:
     if cfg.exclude_repos_from:
         exclude_repos = sorted(set(exclude_repos) | repos_in(cfg.exclude_repos_from))
     timeout_s, max_output_chars, workers = cfg.timeout_s, cfg.max_output_chars, cfg.workers
-    if n <= 0:
-        raise InputError("--n must be positive")
     check_available()
     trees = [t for t in discover_code_trees() if (not repos or t.repo in repos) and t.repo not in exclude_repos]
     if not trees:
