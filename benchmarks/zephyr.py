@@ -47,7 +47,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 ZEPHYR = """
 import json, resource, sys
 from terminalworld.corpus.sampling import SubsetsConfig, HeldoutConfig
-from terminalworld.corpus.sharded import make_subsets_sharded, sample_heldout_sharded
+from terminalworld.corpus.sharded import HeldoutJob, SubsetsJob, make_subsets_sharded, sample_heldout_sharded
 from terminalworld.pipeline import zephyr
 corpus, out, sizes, n, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 peaks = []
@@ -60,9 +60,9 @@ zephyr.run_shards = recording
 import terminalworld.corpus.sharded as sharded
 sharded.run_shards = recording
 w = zephyr.local_workers(workers)
-make_subsets_sharded(SubsetsConfig(corpus=[corpus], out=out, sizes=sizes, seed=42), w)
+make_subsets_sharded(SubsetsJob(SubsetsConfig(corpus=[corpus], out=out, sizes=sizes, seed=42), w))
 largest = max(int(s) for s in sizes.split(","))
-sample_heldout_sharded(HeldoutConfig(corpus=[corpus], train=[f"{out}/subset-{largest}.jsonl.gz"], out=f"{out}/heldout.jsonl", n=n, seed=42), w)
+sample_heldout_sharded(HeldoutJob(HeldoutConfig(corpus=[corpus], train=[f"{out}/subset-{largest}.jsonl.gz"], out=f"{out}/heldout.jsonl", n=n, seed=42), w))
 print(json.dumps({"worker_peak_rss_mib": max(peaks)}))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
@@ -77,10 +77,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 RENDER_ZEPHYR = """
 import json, resource, sys
 from terminalworld.pipeline.zephyr import local_workers
-from terminalworld.train.tokenize_job import TokenizeJob, tokenize_sharded
+from terminalworld.train.tokenize_job import ShardedTokenize, TokenizeJob, tokenize_sharded
 src, out, workers, shard_rows = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 job = TokenizeJob(inputs=[src], out=out, arm="assistant", tokenizer="qwen3", max_len=8191, seq_len=8192, shard_rows=shard_rows)
-stats = tokenize_sharded(job, local_workers(workers))
+stats = tokenize_sharded(ShardedTokenize(job, local_workers(workers)))
 print(json.dumps({"worker_peak_rss_mib": max(s["peak_rss_mib"] for s in stats["shards"])}))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

@@ -126,7 +126,7 @@ def test_byte_identical_records_are_sampled_once_and_counted(base_rows, tmp_path
     best-ranked occurrence, and the manifest counts the copies skipped up to the last row sampled;
     rollouts that share an instance id but differ are kept, and `instance_ids` counts distinct ids.
     The single process and the Zephyr job agree with a brute-force ranking, byte for byte."""
-    from terminalworld.corpus.sharded import make_subsets_sharded
+    from terminalworld.corpus.sharded import SubsetsJob, make_subsets_sharded
     from terminalworld.pipeline.zephyr import Workers
 
     rows = [{**r, "instance_id": f"task-{i % 5}", "repo": f"org/r{i}"} for i, r in enumerate(base_rows * 3)]
@@ -136,7 +136,10 @@ def test_byte_identical_records_are_sampled_once_and_counted(base_rows, tmp_path
     taken, duplicates = _oracle_subsets([a, b], seed, k)
     assert duplicates > 0  # the seeds reach copies
     outs = {}
-    for name, run in (("single", make_subsets), ("sharded", lambda c: make_subsets_sharded(c, Workers(shards=3)))):
+    for name, run in (
+        ("single", make_subsets),
+        ("sharded", lambda c: make_subsets_sharded(SubsetsJob(c, Workers(shards=3)))),
+    ):
         cfg = SubsetsConfig(corpus=[a, b], out=str(tmp_path / name), sizes=f"10,{k}", seed=seed)
         m = run(cfg)
         lines = gzip.decompress((tmp_path / name / f"subset-{k}.jsonl.gz").read_bytes()).splitlines(keepends=True)

@@ -5,7 +5,13 @@ import pytest
 
 from terminalworld.core.records import iter_records
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig, make_subsets, sample_heldout
-from terminalworld.corpus.sharded import make_subsets_sharded, sample_heldout_sharded, shard_parts
+from terminalworld.corpus.sharded import (
+    HeldoutJob,
+    SubsetsJob,
+    make_subsets_sharded,
+    sample_heldout_sharded,
+    shard_parts,
+)
 from terminalworld.errors import InputError
 from terminalworld.pipeline.zephyr import Workers, local_workers
 from tests.synthetic import write_generated_corpus
@@ -44,7 +50,8 @@ def reference(generated, tmp_path_factory):
 def test_sharded_subsets_and_heldout_are_byte_identical(reference, tmp_path, shards):
     out, cfg, heldout = reference
     workers = Workers(count=1, shards=shards)
-    manifest = make_subsets_sharded(SubsetsConfig(**{**cfg.__dict__, "out": str(tmp_path / "subsets")}), workers)
+    sampling = SubsetsConfig(**{**cfg.__dict__, "out": str(tmp_path / "subsets")})
+    manifest = make_subsets_sharded(SubsetsJob(sampling, workers))
     assert _files(tmp_path / "subsets") == _files(out / "subsets")
     # The defects are really there, counted where they were read and merged in reading order.
     # 30 defects: 6 each of invalid JSON, undecodable bytes, non-trajectories (malformed), repo-less
@@ -52,7 +59,7 @@ def test_sharded_subsets_and_heldout_are_byte_identical(reference, tmp_path, sha
     assert (manifest["scanned"], manifest["malformed"]) == (3024, 18)
     assert len({b["file"] for b in manifest["bad_lines"]}) == 5
     h = HeldoutConfig(**{**heldout.__dict__, "out": str(tmp_path / "h" / "heldout.jsonl")})
-    m = sample_heldout_sharded(h, workers)
+    m = sample_heldout_sharded(HeldoutJob(h, workers))
     assert _files(tmp_path / "h") == _files(out / "h")
     assert m["selected"] == 25 and m["excluded_repo"] > 0 and m["malformed"] == 24
     assert sum("missing field 'repo'" in b["reason"] for b in m["bad_lines"]) == 6
@@ -61,11 +68,12 @@ def test_sharded_subsets_and_heldout_are_byte_identical(reference, tmp_path, sha
 def test_worker_processes_give_the_same_bytes(reference, tmp_path):
     """Two local workers run each shard in its own Python process (Zephyr's subprocess runner)."""
     out, cfg, heldout = reference
-    make_subsets_sharded(SubsetsConfig(**{**cfg.__dict__, "out": str(tmp_path / "subsets")}), local_workers(2))
-    assert _files(tmp_path / "subsets") == _files(out / "subsets")
-    sample_heldout_sharded(
-        HeldoutConfig(**{**heldout.__dict__, "out": str(tmp_path / "h" / "heldout.jsonl")}), local_workers(2)
+    make_subsets_sharded(
+        SubsetsJob(SubsetsConfig(**{**cfg.__dict__, "out": str(tmp_path / "subsets")}), local_workers(2))
     )
+    assert _files(tmp_path / "subsets") == _files(out / "subsets")
+    h = HeldoutConfig(**{**heldout.__dict__, "out": str(tmp_path / "h" / "heldout.jsonl")})
+    sample_heldout_sharded(HeldoutJob(h, local_workers(2)))
     assert _files(tmp_path / "h") == _files(out / "h")
 
 
@@ -85,5 +93,5 @@ def test_errors_match_the_single_process(generated, tmp_path):
     with pytest.raises(InputError) as single:
         make_subsets(cfg)
     with pytest.raises(InputError) as sharded:
-        make_subsets_sharded(cfg, Workers(shards=3))
+        make_subsets_sharded(SubsetsJob(cfg, Workers(shards=3)))
     assert str(single.value) == str(sharded.value)

@@ -11,7 +11,7 @@ import pytest
 from terminalworld.core.records import dumps_row, iter_part, iter_records
 from terminalworld.pipeline.zephyr import Workers
 from terminalworld.train.render_rows import RenderConfig, render_file, split_row
-from terminalworld.train.tokenize_job import TokenizeJob, range_parts, tokenize_sharded
+from terminalworld.train.tokenize_job import ShardedTokenize, TokenizeJob, range_parts, tokenize_sharded
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_sharded_rows_are_the_single_process_rows(inputs, tmp_path, shard_rows):
         seq_len=8192,
         shard_rows=shard_rows,
     )
-    stats = tokenize_sharded(job, Workers(count=1))
+    stats = tokenize_sharded(ShardedTokenize(job, Workers(count=1)))
     shards = sorted((tmp_path / "job" / "rows").glob("rows-*.jsonl.gz"))
     assert len(shards) == -(-(n + 2) // shard_rows)
     # The job's rows are the single pass's, each longer than the window split by the one rule.
@@ -99,14 +99,14 @@ def test_a_killed_job_resumes_by_shard(inputs, tmp_path):
     job = TokenizeJob(
         inputs=[pattern], out=str(tmp_path), arm="pretrain", tokenizer="qwen3", max_len=4000, seq_len=8192, shard_rows=5
     )
-    tokenize_sharded(job, Workers(count=1))
+    tokenize_sharded(ShardedTokenize(job, Workers(count=1)))
     files = sorted(p for p in tmp_path.rglob("*-0000*") if p.is_file())
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files}
     # The kill: shard 1 lost its counts (it had not finished), shard 2 everything.
     (tmp_path / "rows" / "rows-00001.json").unlink()
     for p in tmp_path.rglob("*-00002*"):
         p.unlink()
-    tokenize_sharded(job, Workers(count=1))
+    tokenize_sharded(ShardedTokenize(job, Workers(count=1)))
     after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in files}
     assert {p: b for p, (_, b) in after.items()} == {p: b for p, (_, b) in before.items()}
     redone = {p.name for p in files if after[p][0] != before[p][0]}
@@ -142,7 +142,7 @@ def test_rows_longer_than_the_window_are_split_not_cut(inputs, tmp_path):
     job = TokenizeJob(
         inputs=[pattern], out=str(tmp_path / "job"), arm="assistant", tokenizer="qwen3", max_len=600, seq_len=1024
     )
-    stats = tokenize_sharded(job, Workers(count=1))
+    stats = tokenize_sharded(ShardedTokenize(job, Workers(count=1)))
     rows = [r.value for r in iter_records(str(tmp_path / "job" / "rows" / "*.jsonl.gz"))]
     assert stats["truncated_tokens"] == 0 and stats["split_examples"] > 0
     assert all(len(r["input_ids"]) <= 600 for r in rows)

@@ -217,8 +217,20 @@ def _rows_run(result: dict[str, Any]) -> Iterator[tuple[int, bytes]]:
         yield from zip(ranks, f, strict=True)
 
 
-def make_subsets_sharded(cfg: SubsetsConfig, workers: Workers, scratch: str | None = None) -> dict[str, Any]:
-    """`sampling.make_subsets` as a Zephyr job: the same files, byte for byte."""
+@dataclass(frozen=True)
+class SubsetsJob:
+    """Nested subsets drawn by a Zephyr job: the sampling, the workers, and the scratch folder for
+    the shards' intermediate files (None: a local temporary one)."""
+
+    sampling: SubsetsConfig
+    workers: Workers
+    scratch: str | None = None
+
+
+def make_subsets_sharded(job: SubsetsJob) -> dict[str, Any]:
+    """`sampling.make_subsets` of the job's sampling as a Zephyr job: the same files, byte for byte;
+    returns the manifest."""
+    cfg, workers, scratch = job.sampling, job.workers, job.scratch
     sizes = subset_sizes(cfg)
     k = sizes[-1]
     files = expand_all(cfg.corpus)
@@ -309,8 +321,19 @@ def _candidate_shard(index: int, spec: Spec, *, cfg: HeldoutConfig, train: str) 
     return {"best": best, "rows": rows, **tally.to_json()}
 
 
-def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | None = None) -> dict[str, Any]:
-    """`sampling.sample_heldout` as a Zephyr job: the same rows and manifest, byte for byte."""
+@dataclass(frozen=True)
+class HeldoutJob:
+    """A held-out set drawn by a Zephyr job: the sampling, the workers, and the scratch folder."""
+
+    sampling: HeldoutConfig
+    workers: Workers
+    scratch: str | None = None
+
+
+def sample_heldout_sharded(job: HeldoutJob) -> dict[str, Any]:
+    """`sampling.sample_heldout` of the job's sampling as a Zephyr job: the same rows and manifest,
+    byte for byte."""
+    cfg, workers, scratch = job.sampling, job.workers, job.scratch
     check_heldout(cfg)
     train_files, files = expand_all(cfg.train), expand_all(cfg.corpus)
     trained = run_shards(_train_shard, shard_parts(train_files, workers.shards), workers, name="heldout-train")
@@ -340,32 +363,3 @@ def sample_heldout_sharded(cfg: HeldoutConfig, workers: Workers, scratch: str | 
     chosen = heapq.nsmallest(cfg.n, best.items(), key=lambda kv: kv[1][0])
     rows = [shards[s]["rows"][repo] for repo, (_, s) in chosen]
     return write_heldout(cfg, rows, tally, train_tally, train_repos, train_ids, len(best))
-
-
-@dataclass(frozen=True)
-class SubsetsJob:
-    """Nested subsets drawn by a Zephyr job: the sampling, the workers, and the scratch folder for
-    the shards' intermediate files (None: a local temporary one)."""
-
-    sampling: SubsetsConfig
-    workers: Workers
-    scratch: str | None = None
-
-
-def run_subsets_job(job: SubsetsJob) -> dict[str, Any]:
-    """`make_subsets_sharded` of the job; returns the manifest."""
-    return make_subsets_sharded(job.sampling, job.workers, job.scratch)
-
-
-@dataclass(frozen=True)
-class HeldoutJob:
-    """A held-out set drawn by a Zephyr job: the sampling, the workers, and the scratch folder."""
-
-    sampling: HeldoutConfig
-    workers: Workers
-    scratch: str | None = None
-
-
-def run_heldout_job(job: HeldoutJob) -> dict[str, Any]:
-    """`sample_heldout_sharded` of the job; returns the manifest."""
-    return sample_heldout_sharded(job.sampling, job.workers, job.scratch)

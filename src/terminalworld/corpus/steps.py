@@ -8,7 +8,7 @@ import os
 
 from terminalworld.corpus.recorder import RecordConfig, record_corpus
 from terminalworld.corpus.sampling import HeldoutConfig, SubsetsConfig
-from terminalworld.corpus.sharded import HeldoutJob, SubsetsJob, run_heldout_job, run_subsets_job
+from terminalworld.corpus.sharded import HeldoutJob, SubsetsJob, make_subsets_sharded, sample_heldout_sharded
 from terminalworld.pipeline import artifacts
 from terminalworld.pipeline.step import Corpus, HeldoutSet, Subsets, TaskSet, config_step
 from terminalworld.pipeline.zephyr import Workers
@@ -50,7 +50,9 @@ def subsets(*, corpus: Corpus, sizes: list[int], seed: int, workers: Workers, re
         workers=workers,
         scratch=os.path.join(ctx.output_path, SCRATCH),
     )
-    step = config_step(artifacts.SUBSETS, run_subsets_job, config, version=version, deps=[corpus], resources=resources)
+    step = config_step(
+        artifacts.SUBSETS, make_subsets_sharded, config, version=version, deps=[corpus], resources=resources
+    )
     return Subsets(step)
 
 
@@ -81,6 +83,11 @@ def heldout(
         scratch=os.path.join(ctx.output_path, SCRATCH),
     )
     step = config_step(
-        artifacts.heldout(n), run_heldout_job, config, version=version, deps=[corpus, subsets], resources=resources
+        artifacts.heldout(n),
+        sample_heldout_sharded,
+        config,
+        version=version,
+        deps=[corpus, subsets],
+        resources=resources,
     )
     return HeldoutSet(step, file=file)

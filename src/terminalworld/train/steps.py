@@ -26,7 +26,7 @@ from terminalworld.train.plain_text import PlainTextJob, write_plain_text
 from terminalworld.train.sft import SftRecipe
 from terminalworld.train.skyrl.bridge import EchoGrpoRecipe
 from terminalworld.train.skyrl.launch import GrpoConfig, run_grpo
-from terminalworld.train.tokenize_job import ShardedTokenize, TokenizeJob, run_tokenize
+from terminalworld.train.tokenize_job import ShardedTokenize, TokenizeJob, tokenize_sharded
 
 
 def tokenized(
@@ -62,7 +62,7 @@ def tokenized(
         workers=workers,
     )
     step = config_step(
-        artifacts.tokenized(arm, scale), run_tokenize, config, version=version, deps=[subsets], resources=resources
+        artifacts.tokenized(arm, scale), tokenize_sharded, config, version=version, deps=[subsets], resources=resources
     )
     return Tokenized(step)
 

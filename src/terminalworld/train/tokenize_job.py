@@ -136,13 +136,10 @@ class ShardedTokenize:
     workers: Workers
 
 
-def run_tokenize(cfg: ShardedTokenize) -> dict[str, Any]:
-    """`tokenize_sharded` of the job on its workers; returns the merged statistics."""
-    return tokenize_sharded(cfg.job, cfg.workers)
-
-
-def tokenize_sharded(job: TokenizeJob, workers: Workers) -> dict[str, Any]:
-    """Run every shard not yet done, then write the training tokenizer and the merged `stats.json`."""
+def tokenize_sharded(cfg: ShardedTokenize) -> dict[str, Any]:
+    """Run every shard of the job not yet done on its workers, then write the training tokenizer and
+    the merged `stats.json`; returns the merged statistics."""
+    job, workers = cfg.job, cfg.workers
     from terminalworld.core.records import write_json
     from terminalworld.train.packing import PackStats, training_tokenizer
     from terminalworld.train.render_rows import RenderStats
