@@ -42,14 +42,17 @@ def task_suite(
     """`n` generated tasks, at most `per_repo` from one repository, at `level` of the ladder
     (`tasks.make.LEVELS`, or "ladder": every level, one suite per level inside; the same seed gives
     the same bugs at every level); with `unseen_in`, only from repos absent from its subset of `size`."""
-    config = lambda ctx: MakeTasksConfig(  # noqa: E731
-        out=ctx.output_path,
-        n=n,
-        seed=seed,
-        exclude_repos_from=[unseen_in.at(ctx, artifacts.subset_file(size))] if unseen_in else [],
-        per_repo=per_repo,
-        level=level,
-    )
+
+    def config(ctx) -> MakeTasksConfig:
+        return MakeTasksConfig(
+            out=ctx.output_path,
+            n=n,
+            seed=seed,
+            exclude_repos_from=[unseen_in.at(ctx, artifacts.subset_file(size))] if unseen_in else [],
+            per_repo=per_repo,
+            level=level,
+        )
+
     name = artifacts.tasks(purpose if level == "function" else f"{purpose}-{level}")
     return TaskSet(config_step(name, make_tasks, config, version=version, deps=[unseen_in]))
 
@@ -71,16 +74,19 @@ def local_grade(
     in float32 unless the plan states another `dtype`, so a grade does not depend on the CPU.
     `n_concurrent` Harbor trials run at once; the loopback server decodes their requests together,
     sampled ones each with its own seed, so it sets the speed, not the tokens."""
-    config = lambda ctx: AgentEvalConfig(  # noqa: E731
-        tasks=tasks.at(ctx),
-        out=ctx.output_path,
-        agent="model",
-        model=model_path(ctx, model),
-        n_attempts=n_attempts,
-        n_concurrent=n_concurrent,
-        dtype=dtype,
-        **asdict(harness),
-    )
+
+    def config(ctx) -> AgentEvalConfig:
+        return AgentEvalConfig(
+            tasks=tasks.at(ctx),
+            out=ctx.output_path,
+            agent="model",
+            model=model_path(ctx, model),
+            n_attempts=n_attempts,
+            n_concurrent=n_concurrent,
+            dtype=dtype,
+            **asdict(harness),
+        )
+
     name = artifacts.agent_grade(benchmark, model_name)
     return AgentGrade(
         config_step(name, agent_eval, config, version=version, deps=[model, tasks]), model_name=model_name
@@ -100,16 +106,19 @@ def harbor_grade(
 ) -> AgentGrade:
     """`model`'s grade on a pinned benchmark: vLLM on the step's GPU, Harbor with Daytona
     (DAYTONA_API_KEY in the step's environment)."""
-    config = lambda ctx: BenchmarkGradeConfig(  # noqa: E731
-        model=model_path(ctx, model),
-        out=ctx.output_path,
-        model_name=model_name,
-        benchmark=benchmark,
-        agent=agent,
-        harness=harness,
-        n_attempts=n_attempts,
-        secrets=list(SECRETS),
-    )
+
+    def config(ctx) -> BenchmarkGradeConfig:
+        return BenchmarkGradeConfig(
+            model=model_path(ctx, model),
+            out=ctx.output_path,
+            model_name=model_name,
+            benchmark=benchmark,
+            agent=agent,
+            harness=harness,
+            n_attempts=n_attempts,
+            secrets=list(SECRETS),
+        )
+
     name = artifacts.agent_grade(benchmark.name, model_name)
     step = config_step(name, grade_benchmark, config, version=version, deps=[model], resources=resources)
     return AgentGrade(step, model_name=model_name)

@@ -21,13 +21,16 @@ def recorded_corpus(
 ) -> Corpus:
     """A corpus recorded in the sandbox (the local demo's; SWE-ZERO's row format): exploration
     trajectories, plus task-solving episodes for `tasks`."""
-    config = lambda ctx: RecordConfig(  # noqa: E731
-        out=ctx.output_path,
-        trajectories=trajectories,
-        seed=seed,
-        max_output_chars=max_output_chars,
-        tasks=tasks.at(ctx) if tasks else None,
-    )
+
+    def config(ctx) -> RecordConfig:
+        return RecordConfig(
+            out=ctx.output_path,
+            trajectories=trajectories,
+            seed=seed,
+            max_output_chars=max_output_chars,
+            tasks=tasks.at(ctx) if tasks else None,
+        )
+
     return Corpus(config_step(artifacts.RECORDED_CORPUS, record_corpus, config, version=version, deps=[tasks]))
 
 
@@ -40,16 +43,19 @@ def adopted_corpus(*, source: str, version: str) -> Corpus:
 
 def subsets(*, corpus: Corpus, sizes: list[int], seed: int, workers: Workers, resources=None, version: str) -> Subsets:
     """Nested subsets of `sizes` (each smaller one a prefix of each larger one), drawn by `workers`."""
-    config = lambda ctx: SubsetsJob(  # noqa: E731
-        sampling=SubsetsConfig(
-            corpus=[corpus.at(ctx, artifacts.CORPUS_FILES)],
-            out=ctx.output_path,
-            sizes=",".join(str(s) for s in sizes),
-            seed=seed,
-        ),
-        workers=workers,
-        scratch=os.path.join(ctx.output_path, SCRATCH),
-    )
+
+    def config(ctx) -> SubsetsJob:
+        return SubsetsJob(
+            sampling=SubsetsConfig(
+                corpus=[corpus.at(ctx, artifacts.CORPUS_FILES)],
+                out=ctx.output_path,
+                sizes=",".join(str(s) for s in sizes),
+                seed=seed,
+            ),
+            workers=workers,
+            scratch=os.path.join(ctx.output_path, SCRATCH),
+        )
+
     step = config_step(
         artifacts.SUBSETS, make_subsets_sharded, config, version=version, deps=[corpus], resources=resources
     )
@@ -70,18 +76,21 @@ def heldout(
 ) -> HeldoutSet:
     """n held-out rows from repos unseen in the training subset of `train_size`, drawn by `workers`."""
     file = artifacts.heldout_file(n)
-    config = lambda ctx: HeldoutJob(  # noqa: E731
-        sampling=HeldoutConfig(
-            corpus=[corpus.at(ctx, artifacts.CORPUS_FILES)],
-            train=[subsets.at(ctx, artifacts.subset_file(train_size))],
-            out=os.path.join(ctx.output_path, file),
-            n=n,
-            context_turns=context_turns,
-            seed=seed,
-        ),
-        workers=workers,
-        scratch=os.path.join(ctx.output_path, SCRATCH),
-    )
+
+    def config(ctx) -> HeldoutJob:
+        return HeldoutJob(
+            sampling=HeldoutConfig(
+                corpus=[corpus.at(ctx, artifacts.CORPUS_FILES)],
+                train=[subsets.at(ctx, artifacts.subset_file(train_size))],
+                out=os.path.join(ctx.output_path, file),
+                n=n,
+                context_turns=context_turns,
+                seed=seed,
+            ),
+            workers=workers,
+            scratch=os.path.join(ctx.output_path, SCRATCH),
+        )
+
     step = config_step(
         artifacts.heldout(n),
         sample_heldout_sharded,

@@ -31,18 +31,21 @@ def scores(
     trained sequence length), only rows within it, the others skipped with their reason; in
     `precision` (float32, bfloat16, or auto: `core.precision.resolve` on the machine that runs it)."""
     file = artifacts.scores_file(model_name)
-    config = lambda ctx: ScoreConfig(  # noqa: E731
-        model_path=model_path(ctx, model),
-        heldout=heldout.at(ctx, heldout.file),
-        out=os.path.join(ctx.output_path, file),
-        mode=mode,
-        model_name=model_name,
-        chat_template_from=model_path(ctx, chat_template_from),
-        device=device,
-        all_depths=all_depths,
-        window=window,
-        dtype=precision,
-    )
+
+    def config(ctx) -> ScoreConfig:
+        return ScoreConfig(
+            model_path=model_path(ctx, model),
+            heldout=heldout.at(ctx, heldout.file),
+            out=os.path.join(ctx.output_path, file),
+            mode=mode,
+            model_name=model_name,
+            chat_template_from=model_path(ctx, chat_template_from),
+            device=device,
+            all_depths=all_depths,
+            window=window,
+            dtype=precision,
+        )
+
     deps = [model, heldout, chat_template_from]
     # The scores file resumes from what a preempted run put back (`local`).
     step = config_step(
@@ -62,14 +65,17 @@ def eval_sets(
 ) -> Built:
     """Hugging Face datasets of the held-out rows and of every checkpoint's scores of them; with
     `push`, each goes to its Hub repo in `hub_repos` with the token in `$token_env`."""
-    config = lambda ctx: EvalSetsConfig(  # noqa: E731
-        heldout=heldout.at(ctx, heldout.file),
-        scores={s.model_name: s.at(ctx, s.file) for s in scores},
-        out=ctx.output_path,
-        hub_repos=hub_repos,
-        push=push,
-        token_env=token_env,
-    )
+
+    def config(ctx) -> EvalSetsConfig:
+        return EvalSetsConfig(
+            heldout=heldout.at(ctx, heldout.file),
+            scores={s.model_name: s.at(ctx, s.file) for s in scores},
+            out=ctx.output_path,
+            hub_repos=hub_repos,
+            push=push,
+            token_env=token_env,
+        )
+
     # save_to_disk writes a local folder, put back in the output folder at the end (`local`).
     step = config_step(
         artifacts.EVAL_SETS, export_eval_sets, config, version=version, deps=[heldout, *scores], local="out"

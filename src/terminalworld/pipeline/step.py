@@ -124,7 +124,9 @@ def local_copy(out: str):
     with tempfile.TemporaryDirectory(prefix="tw-step-") as tmp:
         if fs.exists(path):
             fs.get(path.rstrip("/") + "/", tmp + "/", recursive=True)
-        put_back = lambda: fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)  # noqa: E731
+
+        def put_back() -> None:
+            fs.put(tmp + "/", path.rstrip("/") + "/", recursive=True)
 
         def at_signal() -> None:  # the signal ends the process before the `with` cleans up
             put_back()

@@ -68,7 +68,10 @@ def logical(value: Any, roots: list[str]) -> Any:
     """`value` (a record, any JSON) with every local prefix in `roots` named `{MARIN_PREFIX}` and any
     other absolute machine path (a home, temporary or work folder, `_MACHINE_PATH`) by its last
     component under `{LOCAL}`: a committed snapshot names no folder of the machine that built it."""
-    local = lambda m: "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/"))  # noqa: E731
+
+    def local(m: re.Match[str]) -> str:
+        return "{LOCAL}/" + posixpath.basename(m.group(0).rstrip("/"))
+
     return map_strings(value, lambda s: _MACHINE_PATH.sub(local, _rooted(s, roots)))
 
 

@@ -31,23 +31,27 @@ def report(
 ) -> Report:
     """Compare every scored model against `base` (and count degradations against `reference`), with
     the agent grades of `grades` and the simulator grades of `sims` beside the world-model scores."""
-    config = lambda ctx: ReportConfig(  # noqa: E731
-        scores={s.model_name: s.at(ctx, s.file) for s in scores},
-        out=ctx.output_path,
-        base=base,
-        reference=reference,
-        grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
-        sims=_sims(ctx, sims),
-    )
+
+    def config(ctx) -> ReportConfig:
+        return ReportConfig(
+            scores={s.model_name: s.at(ctx, s.file) for s in scores},
+            out=ctx.output_path,
+            base=base,
+            reference=reference,
+            grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
+            sims=_sims(ctx, sims),
+        )
+
     deps = [*scores, *grades, *sims]
     return Report(config_step(artifacts.REPORT, write_report, config, version=version, deps=deps))
 
 
 def echo_report(*, arms: list[EchoArm], version: str) -> Report:
     """ECHO's miniature: the GRPO, ECHO and env-only arms side by side."""
-    config = lambda ctx: EchoReportConfig(  # noqa: E731
-        arms={a.arm: a.at(ctx, artifacts.ECHO_ARM) for a in arms}, out=ctx.output_path
-    )
+
+    def config(ctx) -> EchoReportConfig:
+        return EchoReportConfig(arms={a.arm: a.at(ctx, artifacts.ECHO_ARM) for a in arms}, out=ctx.output_path)
+
     return Report(config_step(artifacts.ECHO_REPORT, write_echo_report, config, version=version, deps=arms))
 
 
@@ -61,13 +65,16 @@ def docs_site(
 ) -> Site:
     """The docs site built from `reports`; `publish` ({user, slug, title}) also uploads it to Marin's
     public site hosting at this `version` (a calendar version, as `publish_site` requires)."""
-    config = lambda ctx: SiteConfig(  # noqa: E731
-        reports=[r.at(ctx) for r in reports],
-        out=ctx.output_path,
-        repo_url=repo_url,
-        release=release,
-        publish={**publish, "version": version} if publish else None,
-    )
+
+    def config(ctx) -> SiteConfig:
+        return SiteConfig(
+            reports=[r.at(ctx) for r in reports],
+            out=ctx.output_path,
+            repo_url=repo_url,
+            release=release,
+            publish={**publish, "version": version} if publish else None,
+        )
+
     return Site(config_step(artifacts.DOCS_SITE, build_site, config, version=version, deps=reports))
 
 
@@ -97,22 +104,25 @@ def pilot_report(
     `{arm}-{scale}-{seed}` for `scale_names`) and the base `control`, the report over seeds; with
     `walltimes`, the run's wall time per stage from its steps' timed attempts."""
     ladder, training = ladder or {}, training or {}
-    config = lambda ctx: PilotReportConfig(  # noqa: E731
-        scores={s.model_name: s.at(ctx, s.file) for s in scores},
-        out=ctx.output_path,
-        base=base,
-        arms=list(arms),
-        scales=list(scales),
-        grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
-        sims=_sims(ctx, sims),
-        departures=list(departures),
-        ladder={lv: {g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in gs} for lv, gs in ladder.items()},
-        training={arm: t.at(ctx) for arm, t in training.items()},
-        scale_sequences=dict(scale_sequences or {}),
-        seeds=list(seeds or []),
-        scale_names=list(scale_names or []),
-        control=control,
-        walltimes=walltimes,
-    )
+
+    def config(ctx) -> PilotReportConfig:
+        return PilotReportConfig(
+            scores={s.model_name: s.at(ctx, s.file) for s in scores},
+            out=ctx.output_path,
+            base=base,
+            arms=list(arms),
+            scales=list(scales),
+            grades={g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in grades},
+            sims=_sims(ctx, sims),
+            departures=list(departures),
+            ladder={lv: {g.model_name: g.at(ctx, artifacts.AGENT_SUMMARY) for g in gs} for lv, gs in ladder.items()},
+            training={arm: t.at(ctx) for arm, t in training.items()},
+            scale_sequences=dict(scale_sequences or {}),
+            seeds=list(seeds or []),
+            scale_names=list(scale_names or []),
+            control=control,
+            walltimes=walltimes,
+        )
+
     deps = [*scores, *grades, *sims, *(g for gs in ladder.values() for g in gs), *training.values()]
     return Report(config_step(artifacts.PILOT_REPORT, write_pilot_report, config, version=version, deps=deps))

@@ -154,7 +154,10 @@ def _verify_one(snapshot: Path, prefix: str, ident: str, out: str) -> dict[str, 
     if "sims" in config:  # JSON keeps a tier as a string; the config's key is the tier itself
         config["sims"] = {m: {int(t): p for t, p in tiers.items()} for m, tiers in config["sims"].items()}
     inputs, inside = sorted(set(_paths(config, prefix))), os.path.realpath(prefix) + os.sep
-    logical = lambda p: LOGICAL_PREFIX + p[len(prefix) :]  # noqa: E731  how a result names an input
+
+    def logical(p: str) -> str:  # how a result names an input
+        return LOGICAL_PREFIX + p[len(prefix) :]
+
     if outside := [p for p in inputs if not os.path.realpath(p).startswith(inside)]:
         return {**result, "status": "not recomputable", "why": "an input outside the snapshot: " + logical(outside[0])}
     if missing := [logical(p) for p in inputs if not os.path.exists(p)]:

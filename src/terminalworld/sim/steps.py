@@ -41,19 +41,25 @@ class Decoding:
 
 def probe_set(*, n: int, seed: int, unseen_in: Subsets | None = None, size: int = 0, version: str) -> ProbeSet:
     """`n` probes round-robin over the families; with `unseen_in`, from repos absent from its subset of `size`."""
-    config = lambda ctx: ProbesConfig(  # noqa: E731
-        out=os.path.join(ctx.output_path, artifacts.PROBES_FILE),
-        n=n,
-        seed=seed,
-        exclude_repos_from=[unseen_in.at(ctx, artifacts.subset_file(size))] if unseen_in else [],
-    )
+
+    def config(ctx) -> ProbesConfig:
+        return ProbesConfig(
+            out=os.path.join(ctx.output_path, artifacts.PROBES_FILE),
+            n=n,
+            seed=seed,
+            exclude_repos_from=[unseen_in.at(ctx, artifacts.subset_file(size))] if unseen_in else [],
+        )
+
     return ProbeSet(config_step(artifacts.PROBES, make_probes, config, version=version, deps=[unseen_in]))
 
 
 def snapshot_store(*, instances: str, version: str, clone_url: str = GITHUB):
     """The step that snapshots every SWE-ZERO instance's repository at its base commit, the source
     `--grounding-store` reads (`grounding.snapshots`)."""
-    config = lambda ctx: StoreConfig(instances=instances, store=ctx.output_path, clone_url=clone_url)  # noqa: E731
+
+    def config(ctx) -> StoreConfig:
+        return StoreConfig(instances=instances, store=ctx.output_path, clone_url=clone_url)
+
     return config_step(artifacts.SNAPSHOTS, build_store_from, config, version=version, deps=[])
 
 

@@ -48,19 +48,22 @@ def tokenized(
     trained, plain LM text) and packed to `seq_len`, in shards of `shard_rows` on Zephyr `workers`,
     with the training tokenizer and `stats.json` beside them. With nested subsets, skipping the
     smaller subset's rows gives data held apart from it."""
-    config = lambda ctx: ShardedTokenize(  # noqa: E731
-        job=TokenizeJob(
-            inputs=[subsets.at(ctx, artifacts.subset_file(size))],
-            out=ctx.output_path,
-            arm=arm,
-            tokenizer=tokenizer,
-            max_len=max_len,
-            seq_len=seq_len,
-            skip=skip,
-            shard_rows=shard_rows,
-        ),
-        workers=workers,
-    )
+
+    def config(ctx) -> ShardedTokenize:
+        return ShardedTokenize(
+            job=TokenizeJob(
+                inputs=[subsets.at(ctx, artifacts.subset_file(size))],
+                out=ctx.output_path,
+                arm=arm,
+                tokenizer=tokenizer,
+                max_len=max_len,
+                seq_len=seq_len,
+                skip=skip,
+                shard_rows=shard_rows,
+            ),
+            workers=workers,
+        )
+
     step = config_step(
         artifacts.tokenized(arm, scale), tokenize_sharded, config, version=version, deps=[subsets], resources=resources
     )
@@ -70,13 +73,16 @@ def tokenized(
 def plain_text(*, subsets: Subsets, size: int, tokenizer: str, seq_len: int, sequences: int, version: str) -> Tokenized:
     """`sequences` packed rows of plain text, every token trained: the source files of the repos in
     the subset of `size` (a control's unrelated text, `train.plain_text`)."""
-    config = lambda ctx: PlainTextJob(  # noqa: E731
-        trajectories=[subsets.at(ctx, artifacts.subset_file(size))],
-        out=ctx.output_path,
-        tokenizer=tokenizer,
-        seq_len=seq_len,
-        sequences=sequences,
-    )
+
+    def config(ctx) -> PlainTextJob:
+        return PlainTextJob(
+            trajectories=[subsets.at(ctx, artifacts.subset_file(size))],
+            out=ctx.output_path,
+            tokenizer=tokenizer,
+            seq_len=seq_len,
+            sequences=sequences,
+        )
+
     step = config_step(
         artifacts.tokenized("plain-text", f"{sequences}x{seq_len}"),
         write_plain_text,
@@ -101,13 +107,16 @@ def checkpoint(
     """SFT of `init_from` (an HF model, an asset name such as `smollm2`, or an earlier checkpoint;
     a tiny Qwen3 from scratch when None and the recipe says `tiny`) on one tokenized arm; with
     `continue_from`, the same run continued from that checkpoint's last step to `recipe.steps`."""
-    config = lambda ctx: CheckpointConfig(  # noqa: E731
-        tokenized=tokenized.at(ctx),
-        out=ctx.output_path,
-        recipe=recipe,
-        init_from=model_path(ctx, init_from),
-        continue_from=continue_from.at(ctx) if continue_from is not None else None,
-    )
+
+    def config(ctx) -> CheckpointConfig:
+        return CheckpointConfig(
+            tokenized=tokenized.at(ctx),
+            out=ctx.output_path,
+            recipe=recipe,
+            init_from=model_path(ctx, init_from),
+            continue_from=continue_from.at(ctx) if continue_from is not None else None,
+        )
+
     deps = [tokenized, init_from, continue_from]
     step = config_step(
         artifacts.checkpoint(arm, scale), train_checkpoint, config, version=version, deps=deps, resources=resources
@@ -169,13 +178,16 @@ def nested_scales(
 
 def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: EchoRecipe, version: str) -> EchoArm:
     """RL of `policy` on `tasks` under one arm's loss (`recipe.arm`), every command in the sandbox."""
-    config = lambda ctx: EchoArmConfig(  # noqa: E731
-        policy=model_path(ctx, policy),
-        tasks=tasks.at(ctx),
-        heldout=heldout.at(ctx, heldout.file),
-        out=ctx.output_path,
-        recipe=recipe,
-    )
+
+    def config(ctx) -> EchoArmConfig:
+        return EchoArmConfig(
+            policy=model_path(ctx, policy),
+            tasks=tasks.at(ctx),
+            heldout=heldout.at(ctx, heldout.file),
+            out=ctx.output_path,
+            recipe=recipe,
+        )
+
     step = config_step(artifacts.echo_arm(recipe.arm), run_arm, config, version=version, deps=[policy, tasks, heldout])
     return EchoArm(step, arm=recipe.arm)
 
@@ -183,13 +195,16 @@ def echo_arm(*, policy: Model, tasks: TaskSet, heldout: HeldoutSet, recipe: Echo
 def echo_grpo(*, policy: Model, tasks: TaskSet, recipe: EchoRecipe, name: str, resources=None, version: str) -> RlRun:
     """RL of `policy` on `tasks` with ECHO's objective (λ = 0 is plain GRPO) through SkyRL, under
     `recipe` in SkyRL's names (`EchoGrpoRecipe.of`)."""
-    config = lambda ctx: GrpoConfig(  # noqa: E731
-        policy=model_path(ctx, policy),
-        tasks=tasks.at(ctx),
-        out=ctx.output_path,
-        recipe=EchoGrpoRecipe.of(recipe),
-        command_timeout_s=recipe.command_timeout_s,
-    )
+
+    def config(ctx) -> GrpoConfig:
+        return GrpoConfig(
+            policy=model_path(ctx, policy),
+            tasks=tasks.at(ctx),
+            out=ctx.output_path,
+            recipe=EchoGrpoRecipe.of(recipe),
+            command_timeout_s=recipe.command_timeout_s,
+        )
+
     step = config_step(
         artifacts.echo_rl(name), run_grpo, config, version=version, deps=[policy, tasks], resources=resources
     )
