@@ -38,7 +38,6 @@ import random
 import shutil
 import sys
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -63,6 +62,7 @@ from terminalworld.errors import InputError
 from terminalworld.options import at_least, option
 from terminalworld.tasks import commands, layout
 from terminalworld.tasks.bugs import Bug, fixed_lines, has_candidates, inject
+from terminalworld.tasks.gather import gather
 
 LEVELS = ("command", "issue", "function", "pinpoint")
 FIX_LEVELS = LEVELS[1:]  # the levels that ask for a bug fix: the same bugs, more help at each
@@ -365,23 +365,11 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     for level in levels(cfg):
         level_dir(out, cfg, level).mkdir(parents=True, exist_ok=True)
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    positions = {tree.repo: i for i, tree in enumerate(trees)}
 
     def job(tree: CodeTree) -> tuple[list[dict], Counter]:
         # The probe's sandbox writes in the work folder, so it is a copy too; each check gets its own.
         with copies.copy_space("tw-tasks-", dir=base, content_bytes=materialized_bytes(tree)) as work:
             return _try_repo(tree, cfg, Path(work), out)
-
-    def command_job(tree: CodeTree) -> tuple[list[dict], Counter]:
-        with copies.copy_space("tw-tasks-", dir=base, content_bytes=materialized_bytes(tree)) as work:
-            return commands.try_repo(
-                tree,
-                seed=cfg.seed,
-                position=positions[tree.repo],
-                per_repo=cfg.per_repo,
-                work=Path(work),
-                out=level_dir(out, cfg, "command"),
-            )
 
     common = {
         "config": {k: v for k, v in vars(cfg).items() if k not in ("out", "workers")},
@@ -396,7 +384,9 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
     suites: dict[str, dict[str, Any]] = {}
     manifest: dict[str, Any] = {}
     if fix_levels(cfg):
-        tasks, dropped, tried = _gather(trees, cfg, job, lambda made: _remove(out, cfg, made), "tasks")
+        tasks, dropped, tried = gather(
+            trees, job, lambda made: _remove(out, cfg, made), n=cfg.n, workers=cfg.workers, desc="tasks"
+        )
         manifest = common | {
             "tasks": tasks,
             "repos": sorted({t["repo"] for t in tasks}),
@@ -409,51 +399,23 @@ def make_tasks(cfg: MakeTasksConfig) -> dict[str, Any]:
             for level in fix_levels(cfg)
         }
     if "command" in levels(cfg):
-        cmd_dir = level_dir(out, cfg, "command")
-        remove = lambda made: [shutil.rmtree(cmd_dir / t["task_id"]) for t in made]  # noqa: E731
-        tasks, dropped, tried = _gather(trees, cfg, command_job, remove, "command tasks")
-        suites["command"] = common | {
-            "level": "command",
-            "tasks": [t | {"level": "command"} for t in tasks],
-            "families": dict(Counter(t["family"] for t in tasks)),
-            "repos": sorted({t["repo"] for t in tasks}),
-            "repos_tried": tried,
-            "dropped": dict(sorted(dropped.items())),
-            **excluded_counts,
-        }
-        manifest["command_tasks"] = len(tasks)  # the ladder's top manifest: its tasks are the bugs
+        suite = commands.suite(
+            trees,
+            seed=cfg.seed,
+            n=cfg.n,
+            per_repo=cfg.per_repo,
+            workers=cfg.workers,
+            out=level_dir(out, cfg, "command"),
+            base=base,
+        )
+        suites["command"] = common | suite | excluded_counts
+        manifest["command_tasks"] = len(suite["tasks"])  # the ladder's top manifest: its tasks are the bugs
     for level, suite in suites.items():  # each level is a suite of its own (`layout.task_order`)
         write_json(str(level_dir(out, cfg, level) / "manifest.json"), suite)
     if cfg.level != "ladder":
         return suites[cfg.level]
     write_json(str(out / "manifest.json"), manifest)
     return manifest
-
-
-def _gather(trees: list[CodeTree], cfg: MakeTasksConfig, job, remove, desc: str) -> tuple[list[dict], Counter, int]:
-    """Run `job` on the trees, `cfg.workers` at a time, until `cfg.n` tasks: the tasks, the counts of
-    what was dropped and the number of trees tried. Batches run in parallel, but results are taken
-    in tree order up to the n-th task (`remove` deletes the extra ones), so the tasks and the counts
-    never depend on the number of workers."""
-    workers = cfg.workers or os.cpu_count() or 1
-    tasks: list[dict] = []
-    dropped: Counter = Counter()
-    tried = 0
-    with tqdm(total=cfg.n, desc=desc, unit="task") as bar, ThreadPoolExecutor(workers) as pool:
-        for start in range(0, len(trees), workers):
-            for made, lost in pool.map(job, trees[start : start + workers]):
-                if len(tasks) >= cfg.n:
-                    remove(made)
-                    continue
-                tried += 1
-                dropped += lost
-                kept = made[: cfg.n - len(tasks)]
-                remove(made[len(kept) :])
-                tasks += kept
-                bar.update(len(kept))
-            if len(tasks) >= cfg.n:
-                break
-    return tasks, dropped, tried
 
 
 def _remove(out: Path, cfg: MakeTasksConfig, made: list[dict]) -> None:
