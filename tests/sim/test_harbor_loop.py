@@ -16,10 +16,13 @@ from terminalworld.errors import InputError
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.harbor_loop import write_closed_loop
 
-TURNS = [  # a generated turn whose capped text is short, then one the shadow served exactly
+# A generated turn whose capped text is short, then one the shadow served exactly; the environment
+# counts each real output's tokens with the simulator's tokenizer.
+TURNS = [
     {"command": "python -m pytest", "simulated": "1 passed", "real": "x" * 400, "route": "generated"},
     {"command": "cat a.py", "simulated": "y" * 40, "real": "y" * 40, "route": "exact"},
 ]
+TURNS = [{**t, "observation_tokens": n} for t, n in zip(TURNS, (101, 11), strict=True)]
 
 
 def _job(out: Path) -> Path:
@@ -45,7 +48,7 @@ def test_the_mode_is_in_every_row_and_the_summary(tmp_path):
     s = write_closed_loop(_job(out), out, "hybrid")  # what agent_eval calls after a simulated job, given it
     loops = [json.loads(x) for x in (out / "closed_loop.jsonl").read_text().splitlines()]
     assert [r["grounding"] for r in loops] == ["hybrid"] and s["grounding"] == "hybrid"
-    # A token per 4 characters of the real output, for both routes: 101 and 11, not 3 and 11.
+    # The real output's tokens, for both routes: 101 and 11, not the generated text's 3 and 11.
     assert [t["observation_tokens"] for t in loops[0]["turns"]] == [101, 11]
     assert s["exact_token_share"] == pytest.approx(11 / 112) and s["exact_turns"] == 1
 

@@ -50,11 +50,10 @@ def harbor_loop(job_dir: Path) -> list[LoopEpisode]:
                     t["sim_seconds"],
                     t["sim_tokens"],
                     t["real_seconds"],
-                    route=t.get("route", "generated"),
-                    # The real output's tokens, whichever route answered (a generated turn's text is
-                    # capped); a log written before the environment counted them: a token per 4 characters.
-                    observation_tokens=t.get("observation_tokens", len(t["real"]) // 4 + 1) if "route" in t else 0,
-                    grounding_tokens=t.get("grounding_tokens", 0),
+                    route=t["route"],
+                    # The real output's tokens, whichever route answered (a generated turn's text is capped).
+                    observation_tokens=t["observation_tokens"],
+                    grounding_tokens=t["grounding_tokens"],
                 )
             )
         episodes.append(
