@@ -20,6 +20,7 @@ Translation, stated once:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,6 +67,61 @@ def _options(fold: bool) -> re2.Options:
     o.never_capture = True  # no submatches are read: less memory, the DFA more often
     o.dot_nl = True
     return o
+
+
+def matching_lines(m: Matcher, text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of each line of `text` (lines end at a newline, as grep's) that `m` matches,
+    taken lazily. The text is scanned from one hit to the next by RE2 (over its UTF-8 bytes, which
+    RE2 would otherwise re-encode at each call) or `str.find`, so the cost is linear in the text and
+    the hits taken, not a Python step per line; a case-folded literal whose folding changes the
+    text's length is searched line by line."""
+    if isinstance(m, Literal):
+        folded = m._f(text)
+        if len(folded) != len(text):
+            yield from ((n, x) for n, x in enumerate(_lines(text).split("\n"), 1) if m.search(x))
+            return
+        needles = [m._f(t) for t in m.texts if "\n" not in t]
+        yield from _scan(
+            text, lambda pos, end: min((i for t in needles if (i := folded.find(t, pos, end)) >= 0), default=-1)
+        )
+        return
+    options = _options(not m.options.case_sensitive)
+    options.never_nl, options.dot_nl = True, False  # no match runs across a line's end
+    try:
+        program = re2.compile(("(?m)" + m.pattern).encode(), options)  # ^ and $ at each line's ends
+    except re2.error:
+        yield from ((n, x) for n, x in enumerate(_lines(text).split("\n"), 1) if m.search(x))
+        return
+    data = text.encode()
+
+    def find(pos: int, end: int) -> int:
+        hit = program.search(data, pos, end)
+        return -1 if hit is None else hit.start()
+
+    for n, line in _scan(data, find):
+        yield n, line.decode()
+
+
+def _lines(text: str) -> str:
+    return text[: len(text) - text.endswith("\n")]  # no line after the last newline
+
+
+def _scan(text, find):
+    """(number, line) of each line of `text` (str or bytes) holding a hit of `find(pos, end)`."""
+    nl = "\n" if isinstance(text, str) else b"\n"
+    end = len(text) - text.endswith(nl)
+    pos, n, counted = 0, 1, 0
+    while pos <= end:
+        hit = find(pos, end)
+        if hit < 0:
+            return
+        start = text.rfind(nl, 0, hit) + 1
+        stop = text.find(nl, hit, end)
+        stop = end if stop < 0 else stop
+        n += text.count(nl, counted, start)
+        counted = start
+        yield n, text[start:stop]
+        pos = stop + 1
 
 
 def _compile(source: str, literal: tuple[str, ...], fold: bool) -> Matcher:

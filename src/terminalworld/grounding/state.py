@@ -20,11 +20,12 @@ Everything under a shadow was writable by a sandboxed command, so the host reads
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -158,12 +159,19 @@ def shadow(row: dict[str, Any], *, source: Sources, config: SandboxConfig) -> It
 
 
 MAX_FILE_BYTES = 1 << 20  # a file larger than this is shown by its first MiB
+MAX_ENTRIES = 10_000  # entries of one folder the host lists (a command can make millions)
+MAX_VISITED = 50_000  # entries a walk looks at, in all its folders
+MAX_WALK = 5000  # files a walk gives
+BASELINE_READ = 256 << 20  # bytes the start state's digests read; later files are compared by size
+BASELINE_TEXT = 32 << 20  # bytes of the start state's text kept for diffs, all files together
+DIFF_FILE_BYTES = 256 << 10  # a file's first bytes that a diff compares
 
 
 class ShadowReader:
     """Reads a repository copy that sandboxed commands may have changed: paths are walked one
     component at a time through directory descriptors with `O_NOFOLLOW`, so a link never leads
-    out of the copy; only regular files are read, at most `MAX_FILE_BYTES` each."""
+    out of the copy; only regular files are read, at most `MAX_FILE_BYTES` each; a folder's
+    listing and a walk are capped (`MAX_ENTRIES`, `MAX_VISITED`)."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -191,6 +199,18 @@ class ShadowReader:
             if fd >= 0:
                 os.close(fd)
 
+    def _stat(self, rel: str) -> os.stat_result | None:
+        parts = self._parts(rel)
+        if not parts:
+            return None
+        with self._dir(parts[:-1]) as fd:
+            if fd is None:
+                return None
+            try:
+                return os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return None
+
     def kind(self, rel: str) -> str | None:
         """`file`, `dir`, `other` (a link, a device) or None (missing)."""
         parts = self._parts(rel)
@@ -198,17 +218,19 @@ class ShadowReader:
             return None
         if not parts:
             return "dir"
-        with self._dir(parts[:-1]) as fd:
-            if fd is None:
-                return None
-            try:
-                st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
-            except OSError:
-                return None
+        st = self._stat(rel)
+        if st is None:
+            return None
         return "file" if stat.S_ISREG(st.st_mode) else "dir" if stat.S_ISDIR(st.st_mode) else "other"
 
-    def read(self, rel: str) -> bytes | None:
-        """The bytes of the regular file at `rel` (None when it is not one)."""
+    def size(self, rel: str) -> int | None:
+        """The size of the regular file at `rel` (None when it is not one), without reading it."""
+        st = self._stat(rel)
+        return st.st_size if st is not None and stat.S_ISREG(st.st_mode) else None
+
+    def read(self, rel: str, limit: int = MAX_FILE_BYTES) -> bytes | None:
+        """The first `limit` bytes (at most `MAX_FILE_BYTES`) of the regular file at `rel` (None when
+        it is not one)."""
         parts = self._parts(rel)
         if not parts:
             return None
@@ -222,12 +244,13 @@ class ShadowReader:
             try:
                 if not stat.S_ISREG(os.fstat(f).st_mode):
                     return None
-                return os.read(f, MAX_FILE_BYTES)
+                return os.read(f, max(0, min(limit, MAX_FILE_BYTES)))
             finally:
                 os.close(f)
 
-    def listdir(self, rel: str) -> list[tuple[str, str]]:
-        """(name, kind) of the entries of the folder at `rel`, sorted by name; empty when it is not one."""
+    def listdir(self, rel: str, limit: int = MAX_ENTRIES) -> list[tuple[str, str]]:
+        """(name, kind) of at most `limit` entries of the folder at `rel` (the first the folder
+        yields), sorted by name; empty when it is not one."""
         parts = self._parts(rel)
         if parts is None:
             return []
@@ -235,28 +258,84 @@ class ShadowReader:
             if fd is None:
                 return []
             out = []
-            for name in sorted(os.listdir(fd)):
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                out.append(
-                    (name, "dir" if stat.S_ISDIR(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else "other")
-                )
-            return out
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if len(out) >= limit:
+                        break
+                    kind = "dir" if entry.is_dir(follow_symlinks=False) else "file"
+                    if kind == "file" and not entry.is_file(follow_symlinks=False):
+                        kind = "other"
+                    out.append((entry.name, kind))
+            return sorted(out)
 
-    def walk(self, rel: str, *, skip: frozenset[str] = frozenset({".git"}), limit: int = 5000) -> list[str]:
+    def walk(self, rel: str, *, skip: frozenset[str] = frozenset({".git"}), limit: int = MAX_WALK) -> list[str]:
         """Paths (relative to the root) of the regular files under `rel`, sorted, at most `limit`."""
+        return self.files(rel, skip=skip, limit=limit)[0]
+
+    def files(
+        self, rel: str, *, skip: frozenset[str] = frozenset({".git"}), limit: int = MAX_WALK
+    ) -> tuple[list[str], bool]:
+        """`walk`'s paths, and whether it stopped before the end: at `limit` files, a folder's
+        `MAX_ENTRIES` or `MAX_VISITED` entries in all."""
         out: list[str] = []
-        stack = [rel.strip("/") or "."]
-        while stack and len(out) < limit:
+        stack, visited, cut = [rel.strip("/") or "."], 0, False
+        while stack:
+            if len(out) >= limit or visited >= MAX_VISITED:
+                cut = True
+                break
             folder = stack.pop()
-            for name, kind in self.listdir(folder):
+            room = min(MAX_ENTRIES, MAX_VISITED - visited)
+            listed = self.listdir(folder, room + 1)
+            cut |= len(listed) > room
+            visited += len(listed)
+            for name, kind in listed[:room]:
                 path = name if folder == "." else f"{folder}/{name}"
                 if kind == "dir" and name not in skip:
                     stack.append(path)
                 elif kind == "file":
                     out.append(path)
-        return sorted(out)[:limit]
+        return sorted(out)[:limit], cut or len(out) > limit
 
 
-def baseline_of(reader: ShadowReader) -> dict[str, bytes]:
-    """Every file of a state (`.git` left out), for the changes a later state has."""
-    return {f: reader.read(f) or b"" for f in reader.walk(".")}
+def _binary(data: bytes) -> bool:
+    return b"\0" in data[:8192]
+
+
+@dataclass
+class Baseline:
+    """The state an episode began with, for the changes a later state has, held in bounded memory:
+    each file's size and the digest of its first `MAX_FILE_BYTES` (None past `BASELINE_READ`
+    bytes read in all, where the size alone is compared), and for diffs the first
+    `DIFF_FILE_BYTES` of each text file, while `BASELINE_TEXT` bytes in all last."""
+
+    files: dict[str, tuple[int, bytes | None]] = field(default_factory=dict)
+    text: dict[str, bytes] = field(default_factory=dict)
+
+    def changed(self, rel: str, size: int, read: Callable[[], bytes | None]) -> bool | None:
+        """Whether the file at `rel`, now of `size` bytes, differs from the start: by its size, else
+        by the digest of what `read` gives (its first `MAX_FILE_BYTES`). None: not compared, when
+        the start's digest or that read is missing."""
+        start = self.files.get(rel)
+        if start is None or start[0] != size:
+            return True
+        if start[1] is None:
+            return None
+        data = read()
+        return None if data is None else hashlib.sha256(data).digest() != start[1]
+
+
+def baseline_of(reader: ShadowReader) -> Baseline:
+    """The start state of `reader`'s copy (`.git` left out), in bounded memory and reads."""
+    out = Baseline()
+    read = kept = 0
+    for f in reader.walk("."):
+        size = reader.size(f)
+        if size is None:
+            continue
+        data = reader.read(f) if read < BASELINE_READ else None
+        read += len(data or b"")
+        out.files[f] = (size, None if data is None else hashlib.sha256(data).digest())
+        if data is not None and not _binary(data) and kept + min(size, DIFF_FILE_BYTES) <= BASELINE_TEXT:
+            out.text[f] = data[:DIFF_FILE_BYTES]
+            kept += len(out.text[f])
+    return out

@@ -28,7 +28,7 @@ from terminalworld.core.trajectories import OBSERVATION_PREFIX, Trajectory, Turn
 from terminalworld.core.views import sim_messages
 from terminalworld.env.sandbox import REPO_MOUNT
 from terminalworld.grounding.modes import TurnGrounding
-from terminalworld.grounding.state import ShadowReader, baseline_of
+from terminalworld.grounding.state import Baseline, ShadowReader, baseline_of
 from terminalworld.pipeline.artifacts import SHADOW_LOG
 from terminalworld.sim.turn import GroundedSession
 
@@ -66,7 +66,7 @@ class SimulatedEnvironment(SandboxEnvironment):
         self._session = GroundedSession(grounding, grounding_budget, token_counter(simulator_tokenizer))
         self._turns: list[Turn] = []
         self._start: Path | None = None  # retrieved mode: the repository as the agent found it
-        self._baseline: dict[str, bytes] | None = None
+        self._baseline: Baseline | None = None
 
     @staticmethod
     def type() -> str:

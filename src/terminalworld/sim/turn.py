@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from terminalworld.core.routing import route
 from terminalworld.grounding import retrieval
 from terminalworld.grounding.modes import TurnGrounding
-from terminalworld.grounding.state import ShadowReader
+from terminalworld.grounding.state import Baseline, ShadowReader
 
 # The simulator, given the blocks of the session's turns (None: no grounding): (text, tokens).
 Generate = Callable[[dict[int, str] | None], tuple[str, int]]
@@ -41,7 +41,7 @@ class GroundedSession:
     blocks: dict[int, str] = field(default_factory=dict)
     seen: dict[str, str] = field(default_factory=dict)
 
-    def ground(self, command: str, index: int, reader: ShadowReader, baseline: dict[str, bytes]) -> TurnGrounding:
+    def ground(self, command: str, index: int, reader: ShadowReader, baseline: Baseline) -> TurnGrounding:
         """Turn `index`'s route and block, read from `reader` (the shadow before `command` runs, or
         in retrieved mode the start) against the session's `baseline`."""
         g = TurnGrounding(route=route(command) if self.mode == "hybrid" else "generated")
