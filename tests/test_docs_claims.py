@@ -16,7 +16,6 @@ find (the recipes, the grounding options) are registered the same way. So:
 
 import ast
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -488,6 +487,7 @@ def pilot_precision_measured() -> bool:
     misses the agreement bound (so `auto` is float32) and bf16 decoding is slower; the ratios the
     plan applies are the benchmark's."""
     from terminalworld.core.precision import resolve
+    from terminalworld.pipeline.machines import machines
     from terminalworld.train.sft import MARIN_PRECISION
 
     pilot, cpu = _pilot(), _pilot().Pilot()
@@ -505,34 +505,24 @@ def pilot_precision_measured() -> bool:
         and resolve("auto", "cpu", frozenset(results["bf16_features"])) == "float32"
         and measured["sft"] > 1.2
         and measured["generate"] < 1
-        and all(abs(pilot.BF16_RATIOS[k] - v) < 0.005 for k, v in measured.items())
+        and all(abs(machines().bf16_ratios[k] - v) < 0.005 for k, v in measured.items())
         and max(r["load"] for r in (results["sft"]["f32"], results["sft"]["p=f32,c=bfloat16"])) < 2
     )
 
 
-def _batched_attempts_measured(pilot, recipe, costs) -> bool:
-    """The agent steps run the attempts' trials at once and the CPU columns charge them the generation
-    ratios committed in benchmarks/results/sampled_batching.json (rounded to two places)."""
+def _batched_attempts_measured(recipe, costs) -> bool:
+    """The agent steps run their trials at once and the CPU columns charge them the generation ratios
+    committed in benchmarks/results/sampled_batching.json."""
+    from terminalworld.pipeline.machines import machines
+
     measured = json.loads((REPO_ROOT / "benchmarks" / "results" / "sampled_batching.json").read_text())
     ratio = measured["ratio_to_one_at_a_time"]["cached"][str(recipe.concurrent_trials)]
-    batched = pilot.BATCHED_ATTEMPTS[recipe.concurrent_trials]
+    batched = machines().quiet.batched[recipe.concurrent_trials]
     agent = [w for n, w in costs.items() if n.startswith("agent ")]
-    return (
-        recipe.concurrent_trials == recipe.attempts
-        and all(w.rows == recipe.concurrent_trials for w in agent)
-        and pilot.CPU_QUIET.batched is pilot.BATCHED_ATTEMPTS
-        and (round(ratio["prefill"], 2), round(ratio["generate"], 2)) == (batched.prefill, batched.generate)
+    return all(w.rows == recipe.concurrent_trials for w in agent) and (ratio["prefill"], ratio["generate"]) == (
+        batched.prefill,
+        batched.generate,
     )
-
-
-def pilot_probe_largest() -> bool:
-    """On the recipe's own column the probe (scored in float32) costs more than any other stage."""
-    from terminalworld.pipeline.cost import stage_seconds
-
-    pilot = _pilot()
-    recipe = pilot.Pilot()
-    stages = stage_seconds(pilot.build(recipe).costs, pilot.recipe_column(recipe))
-    return recipe.precision == "float32" and max(stages, key=stages.get) == "score"
 
 
 # The pilot's own SFT steps, alone on the cores: float32, then the recipe's bf16 compute.
@@ -541,38 +531,32 @@ SFT_RATE_BF16 = REPO_ROOT / "benchmarks" / "results" / "pilot_sft_rate_bf16.json
 
 
 @cache
-def pilot_projection() -> bool:
-    """The pilot's plan projects 23h 42m on the quiet figures with SFT in bf16 as its recipe trains
-    (26h 10m all in float32; both SFT rates measured on its own steps; 6h 08m of it the agent
-    grade, its 4 concurrent attempts charged at the cached path's ratio measured in
-    benchmarks/results/sampled_batching.json; 8h 07m the probe, over its 12-hour budget) and 22h 14m
-    with every bf16 ratio, which neither halve it nor cut its agent grade; two seeds, the base
-    control, two ladder levels of 24 tasks with 9 models each."""
-    from terminalworld.pipeline.cost import hours, stage_seconds
+def pilot_shard_plan() -> bool:
+    """In shards the plan estimates 9h 20m on the quiet figures with SFT in bf16 as its recipe trains
+    (both SFT rates read from the pilot's own steps), in 8 shards each within 90 minutes, the
+    longest a (b) chain at 1h 27m; two seeds, the base control, two ladder levels."""
+    from terminalworld.pipeline.cost import hours
+    from terminalworld.pipeline.machines import machines
+    from terminalworld.report.shard_run import SHARD_BUDGET_S, recipe_column
 
     pilot = _pilot()
     recipe = pilot.Pilot()
-    costs = pilot.build(recipe).costs
-    f32, bf16 = stage_seconds(costs, pilot.CPU_QUIET), stage_seconds(costs, pilot.CPU_BF16)
-    ours = stage_seconds(costs, pilot.recipe_column(recipe))
-    figures = (hours(sum(f32.values())), hours(ours["agent"]), hours(ours["score"]), hours(sum(bf16.values())))
+    shards = pilot.build(recipe).shards
+    column = recipe_column(recipe)
+    est = {n: s.seconds(column) for n, s in shards.items()}
+    costs = {n: w for s in shards.values() for n, w in s.costs.items()}
     return (
-        figures == ("26h 10m", "6h 08m", "8h 07m", "22h 14m")
-        and (hours(sum(ours.values())), hours(ours["sft"]), hours(f32["sft"])) == ("23h 42m", "7h 01m", "9h 28m")
-        and pilot.CPU_QUIET.sft_tokens_per_s == json.loads(SFT_RATE.read_text())["tokens_per_s"]
-        and json.loads(SFT_RATE_BF16.read_text())["tokens_per_s"] == pilot.SFT_BF16_TOKENS_PER_S
-        and math.isclose(pilot.recipe_column(recipe).sft_tokens_per_s, pilot.SFT_BF16_TOKENS_PER_S)
-        and math.isclose(pilot.CPU_BF16.sft_tokens_per_s, pilot.SFT_BF16_TOKENS_PER_S)
-        and _batched_attempts_measured(pilot, recipe, costs)
+        hours(sum(est.values())) == "9h 20m"
+        and max(est, key=est.get) == "full-s1"
+        and hours(est["full-s1"]) == "1h 27m"
+        and len(shards) <= 8
+        and max(est.values()) <= SHARD_BUDGET_S == 90 * 60
+        and machines().quiet.sft_tokens_per_s == json.loads(SFT_RATE.read_text())["tokens_per_s"]
+        and column.sft_tokens_per_s == json.loads(SFT_RATE_BF16.read_text())["tokens_per_s"]
+        and _batched_attempts_measured(recipe, costs)
         and len(recipe.seeds) == 2
         and "sft base-control" in costs
         and len(recipe.agent_levels) == 2
-        and recipe.agent_tasks == 24
-        and all(sum(n.endswith(f"({lv})") for n in costs) == 9 for lv in recipe.agent_levels)
-        and sum(f32.values()) > pilot.BUDGET_H * 3600 == 12 * 3600
-        and recipe.loop_tasks == 12
-        and sum(bf16.values()) > sum(f32.values()) / 2
-        and bf16["agent"] >= f32["agent"]
     )
 
 
@@ -599,7 +583,7 @@ def pilot_local() -> bool:
 
 @cache
 def pilot_departures() -> bool:
-    """The pilot's report step is given every departure of `DEPARTURES`, and its page prints them."""
+    """The pilot's report step is given every departure the Pilot page lists, and its page prints them."""
     import inspect
 
     from marin.execution.lazy import materialized_config
@@ -610,9 +594,10 @@ def pilot_departures() -> bool:
     pilot, handles = _pilot_graph()
     (report,) = [h for h in handles if h.name == PILOT_REPORT]
     departures = materialized_config(report, "local-prefix").departures
+    listed = pilot.departures_from(str(pilot.PAGE))
     return (
-        bool(pilot.DEPARTURES)
-        and departures == list(pilot.DEPARTURES)
+        len(listed) >= 8
+        and departures == listed
         and "Departures from the write-up" in inspect.getsource(pages.pilot_page)
     )
 
@@ -759,29 +744,10 @@ CLAIMS: list[Claim] = [
         (pilot_precision_measured,),
     ),
     Claim(
-        "design.md",
-        "The plan as it now stands (two seeds per arm, the base control, the task ladder's two levels of 24 tasks "
-        "with 9 models each, the 8,192-token trained window, 12 tier-3 episodes) projects 23 h 42 min on a quiet "
-        "machine (26 h 10 min all in float32), 6 h 08 min of it the agent grade (its 4 attempts decoded together "
-        "after the prompt prefixes the server kept, at the measured 1.94x new tokens and 4.11x prompt tokens, see "
-        "[serving](serving.md)) and 8 h 07 min the probe, so its floors exceed the 12-hour budget, and 22 h 14 min "
-        "with every bfloat16 ratio above applied, agreement aside (both bf16 columns train at the rate of the "
-        "pilot's own 8,192-token bf16 steps, `benchmarks/results/pilot_sft_rate_bf16.json`).",
-        (pilot_projection,),
-    ),
-    Claim(
         "pilot.md",
-        "The floors do not fit it on 2 cores: the plan estimates 23 h 42 min on 2 quiet cores, 6 h 08 min of it the "
-        "agent grade, whose 4 attempts run at once, share the model server's batches and reuse the keys and values "
-        "of their earlier turns (2.26x one at a time on these cores, see [serving](serving.md)), and 8 h 07 min "
-        "the probe (see [design](design.md)).",
-        (pilot_projection,),
-    ),
-    Claim(
-        "design.md",
-        "Precision does not halve the pilot here; the probe, whose cost is scoring in float32, is now its largest "
-        "stage.",
-        (pilot_projection, pilot_probe_largest),
+        "In shards the plan estimates 9 h 20 min on 2 quiet cores with SFT in bf16, the longest shard (a (b) chain) "
+        "1 h 27 min.",
+        (pilot_shard_plan,),
     ),
     Claim(
         "index.md",
@@ -961,7 +927,7 @@ CLAIMS: list[Claim] = [
     ),
     Claim(
         "pilot.md",
-        "Every departure from the write-up is listed in `experiments/pilot.py` (`DEPARTURES`) and printed in the "
+        "Every departure from the write-up is listed [below](#departures-from-the-write-up) and printed in the "
         "pilot's report beside its numbers.",
         (pilot_departures,),
     ),

@@ -208,14 +208,14 @@ def test_every_experiment_recipe_parses_with_draccus():
 def test_the_pilot_recipe_takes_nested_flags_and_its_gpu_preset_has_its_own_version():
     pilot = load_experiment("pilot")
     cpu = parse_recipe(pilot.Pilot, [])
-    assert cpu == pilot.PRESETS["cpu"] and cpu.version == "2026.12.06.3"
+    assert cpu == pilot.PRESETS["cpu"] and cpu.version == "2026.12.07.1"
     turns = parse_recipe(pilot.Pilot, ["--harness.max_turns", "8"])
     assert turns.harness == replace(cpu.harness, max_turns=8) and turns.version != cpu.version
-    assert re.fullmatch(r"2026\.12\.06\.\d{8}", turns.version)
+    assert re.fullmatch(r"2026\.12\.07\.\d{8}", turns.version)
     chosen, rest = pilot.PRESETS["gpu"], ["--harness.max_turns", "8"]
     gpu = parse_recipe(pilot.Pilot, [], default=chosen)
     assert replace(gpu, version=chosen.version) == chosen  # the preset is the first layer
-    assert gpu.version not in (cpu.version, turns.version) and re.fullmatch(r"2026\.12\.06\.\d{8}", gpu.version)
+    assert gpu.version not in (cpu.version, turns.version) and re.fullmatch(r"2026\.12\.07\.\d{8}", gpu.version)
     both = parse_recipe(pilot.Pilot, rest, default=chosen)
     assert (both.harness.max_turns, both.seq_len) == (8, 8192) and both.version not in (gpu.version, turns.version)
     assert parse_recipe(pilot.Pilot, [], default=chosen).version == gpu.version  # the same preset resumes
@@ -237,14 +237,14 @@ def test_the_pilot_command_line_overrides_its_recipe(tmp_path):
     r = subprocess.run(argv, capture_output=True, text=True, cwd=REPO_ROOT, env=env)
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()[0]
-    assert first.startswith("recipe Pilot, overridden: version: '2026.12.06.3' -> '2026.12.06.")
+    assert first.startswith("recipe Pilot, overridden: version: '2026.12.07.1' -> '2026.12.07.")
     assert (
         "trajectories: 320 -> 80" in first
         and "harness.max_turns: 3 -> 8" in first
         and "seq_len" not in first  # both presets train 8,192
     )
     assert "1 GPU (H200)" in r.stdout  # the cost table still comes before the plan
-    assert "@2026.12.06.3\n" not in r.stdout and '"trajectories": 80' in r.stdout and '"max_turns": 8' in r.stdout
+    assert "@2026.12.07.1\n" not in r.stdout and '"trajectories": 80' in r.stdout and '"max_turns": 8' in r.stdout
     assert not any(tmp_path.iterdir())
 
 

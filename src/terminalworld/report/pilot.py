@@ -351,3 +351,23 @@ def walltime_blocks(doc: dict[str, Any]) -> list[Any]:
 
 def _load(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}"
+
+
+DEPARTURES_HEADING = "## Departures from the write-up"
+
+
+def departures_from(page: str) -> list[str]:
+    """The departures from the write-up as the Pilot page lists them: the bullets under its
+    `DEPARTURES_HEADING`, each one line. Raises `ValueError` where the page lists none."""
+    with open(page, encoding="utf-8") as f:
+        text = f.read(1 << 20)
+    _, found, rest = text.partition(DEPARTURES_HEADING + "\n")
+    out: list[str] = []
+    for line in rest.split("\n## ", 1)[0].splitlines():
+        if line.startswith("- "):
+            out.append(line[2:].strip())
+        elif line.startswith("  ") and out:  # a bullet's wrapped line
+            out[-1] += " " + line.strip()
+    if not (found and out):
+        raise ValueError(f"{page}: no departures under {DEPARTURES_HEADING!r}")
+    return out
