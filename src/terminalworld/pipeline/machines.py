@@ -47,6 +47,7 @@ class Machines:
     sft_bf16_without_units: float  # bf16 SFT over float32 on a CPU without native bf16
 
     def all(self) -> list[Throughput]:
+        """The columns in the order the plan prints them."""
         return [self.quiet, self.sft_bf16, self.shared, self.bf16, self.gpu]
 
 

@@ -57,6 +57,7 @@ class Shard:
         return self.add(checkpoint, cost, work)
 
     def seconds(self, column: Throughput) -> float:
+        """The shard's estimate on `column`: its steps' work summed."""
         return sum(w.seconds(column) for w in self.costs.values())
 
 
