@@ -19,7 +19,7 @@ from terminalworld.core.render import NOBODY, Renderer
 from terminalworld.env.codetrees import discover_code_trees, git, materialize
 from terminalworld.errors import InputError
 from terminalworld.eval.scoring import observation_spans
-from terminalworld.grounding import retrieval
+from terminalworld.grounding import about, retrieval
 from terminalworld.grounding.modes import Grounder, GroundingOptions, blocks_of
 from terminalworld.grounding.snapshots import Instance, SnapshotSource, build_store
 from terminalworld.grounding.state import ShadowReader, baseline_of
@@ -43,7 +43,7 @@ def repo(tree, workdir):
 
 
 def _block(repo: Path, command: str) -> list[list[str]]:
-    return retrieval.blocks(ShadowReader(repo), retrieval.items(command), baseline_of(ShadowReader(repo)))
+    return retrieval.blocks(ShadowReader(repo), about.items(command), baseline_of(ShadowReader(repo)))
 
 
 def test_named_files_ranges_and_folders_are_the_repository_content(repo):

@@ -22,7 +22,7 @@ COMMANDS += ["cat d0/s0.txt", "git diff d0"]
 CHILD = r"""
 import json, resource, sys
 from pathlib import Path
-from terminalworld.grounding import retrieval
+from terminalworld.grounding import about, retrieval
 from terminalworld.grounding.state import ShadowReader, baseline_of
 
 root, total, commands = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
@@ -39,7 +39,7 @@ for i in range(start):  # what a command leaves: every file rewritten, new ones 
 for i in range(total // size - start):
     (root / f"n{i % 16}").mkdir(exist_ok=True)
     (root / f"n{i % 16}" / f"n{i}.txt").write_bytes(b"z\n" * (size // 2))
-blocks = {c: retrieval.blocks(reader, retrieval.items(c), baseline) for c in commands}
+blocks = {c: retrieval.blocks(reader, about.items(c), baseline) for c in commands}
 fitted = {c: retrieval.fit(b, budget=2048, count=lambda s: len(s) // 4).tokens for c, b in blocks.items()}
 print(json.dumps({"growth": peak() - before, "blocks": blocks, "fitted": fitted}))
 """

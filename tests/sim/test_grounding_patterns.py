@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from terminalworld.env.codetrees import discover_code_trees, materialize
-from terminalworld.grounding import patterns, retrieval
+from terminalworld.grounding import about, patterns, retrieval
 from terminalworld.grounding.state import ShadowReader, baseline_of
 from tests.paths import REPO_ROOT
 
@@ -25,16 +25,16 @@ def repo(tmp_path_factory):
 
 
 def _blocks(repo, command: str) -> list[list[str]]:
-    return retrieval.blocks(ShadowReader(repo), retrieval.items(command), baseline_of(ShadowReader(repo)))
+    return retrieval.blocks(ShadowReader(repo), about.items(command), baseline_of(ShadowReader(repo)))
 
 
 def test_a_catastrophic_pattern_over_a_real_tree_finishes(repo):
     # Python's `re` backtracks exponentially on every line; the child is a bound on a hang, not a
     # speed claim: RE2 answers in well under a second.
     code = (
-        "import sys; from pathlib import Path; from terminalworld.grounding import retrieval;"
+        "import sys; from pathlib import Path; from terminalworld.grounding import about, retrieval;"
         "from terminalworld.grounding.state import ShadowReader;"
-        "print(len(retrieval.blocks(ShadowReader(Path(sys.argv[1])), retrieval.items(sys.argv[2]))))"
+        "print(len(retrieval.blocks(ShadowReader(Path(sys.argv[1])), about.items(sys.argv[2]))))"
     )
     try:
         done = subprocess.run(
@@ -61,7 +61,7 @@ def test_deeply_nested_groups_are_a_search_not_an_error(repo, command):
 def test_huge_line_numbers_are_past_the_end_not_an_error(repo):
     digits = "9" * 5000
     for command in (f"sed -n '{digits}p' sniffio/_impl.py", f"head -n {digits} sniffio/_impl.py", f"tail -{digits} x"):
-        retrieval.blocks(ShadowReader(repo), retrieval.items(command))
+        retrieval.blocks(ShadowReader(repo), about.items(command))
     [block] = _blocks(repo, f"sed -n '{digits},$p' sniffio/_impl.py")
     assert block[1:] == []
 
@@ -101,5 +101,5 @@ def test_grep_and_find_keep_their_meaning(tmp_path):
 
 def test_the_project_tree_searches_in_bounded_time():
     # Many files, long lines: the nested pattern compiles once and every line is searched.
-    found = retrieval.blocks(ShadowReader(REPO_ROOT / "src"), retrieval.items(NESTED_ERE))
+    found = retrieval.blocks(ShadowReader(REPO_ROOT / "src"), about.items(NESTED_ERE))
     assert len(found) == retrieval.MAX_REACHED

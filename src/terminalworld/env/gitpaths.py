@@ -73,6 +73,7 @@ class Named:
         object.__setattr__(self, "_depth", max(map(len, self.trees), default=-1))
 
     def covers(self, path: Sequence[str]) -> bool:
+        """Whether `path` (its parts under DIR) is named, or lies under a named folder."""
         path = tuple(path)
         return path in self.entries or any(path[:i] in self.trees for i in range(min(len(path), self._depth) + 1))
 

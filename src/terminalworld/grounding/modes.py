@@ -27,7 +27,7 @@ from terminalworld.core.targets import COPY_LINE_SHARE, copy_share
 from terminalworld.core.trajectories import Trajectory, extract_command
 from terminalworld.env.sandbox import SandboxConfig
 from terminalworld.errors import InputError
-from terminalworld.grounding import retrieval
+from terminalworld.grounding import about, retrieval
 from terminalworld.grounding.state import Shadow, Sources, shadow, sources
 from terminalworld.options import at_least, option
 
@@ -113,7 +113,7 @@ class Grounder:
         """The grounding block of `command` read from the shadow's current state (with the session's
         delta when `seen` is given): text (None when the command is about nothing of the
         repository), tokens, whether the budget cut it."""
-        parts = retrieval.blocks(sh.reader, retrieval.items(command), sh.baseline)
+        parts = retrieval.blocks(sh.reader, about.items(command), sh.baseline)
         if not parts:
             return None, 0, False
         if seen is not None:

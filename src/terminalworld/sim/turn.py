@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from terminalworld.core.routing import route
-from terminalworld.grounding import retrieval
+from terminalworld.grounding import about, retrieval
 from terminalworld.grounding.modes import TurnGrounding
 from terminalworld.grounding.state import Baseline, ShadowReader
 
@@ -47,7 +47,7 @@ class GroundedSession:
         g = TurnGrounding(route=route(command) if self.mode == "hybrid" else "generated")
         if self.mode == "none" or g.route == "exact":
             return g
-        parts = retrieval.blocks(reader, retrieval.items(command), baseline)
+        parts = retrieval.blocks(reader, about.items(command), baseline)
         if parts:
             fitted = retrieval.fit(retrieval.delta(parts, self.seen), budget=self.budget, count=self.count)
             g.block, g.block_tokens, g.cut = fitted.text, fitted.tokens, fitted.cut
