@@ -26,12 +26,11 @@ from typing import Any, Literal
 from terminalworld.core.assets import load_hf_model, load_tokenizer
 from terminalworld.core.batching import WINDOW_S, DynamicBatcher
 from terminalworld.core.decoding import grouped_attention
-from terminalworld.core.engine import ContinuousEngine
+from terminalworld.core.engine import ContinuousEngine, Engine
 from terminalworld.options import at_least, option, parse
 
 MAX_BATCH = 16  # concurrent requests per generate call: the benchmark's largest concurrency
 CONTINUOUS_BATCH = 32  # rows per step of the continuous engine: requests join and leave between steps
-Engine = Literal["continuous", "batched"]
 # How long an agent grade's batch waits for all its concurrent attempts: longer than a sandbox
 # command between two turns (the pilot's estimate: 0.1-0.3 s), short against a turn's generation.
 GATHER_WINDOW_S = 1.0

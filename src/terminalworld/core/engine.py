@@ -19,7 +19,9 @@ the batched matmuls at near-ties. Temperature 0 adds no noise: greedy.
 from __future__ import annotations
 
 import threading
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+Engine = Literal["continuous", "batched"]  # how a chat server generates: this module, or `core.batching`
 
 # Per-step budget of tokens (prompt chunks and decode rows together): large enough that 32
 # decoding rows and a prompt's chunk share a step; small enough that a step's activations stay
