@@ -156,3 +156,18 @@ def test_the_simulators_engine_backend_generates_what_padded_batches_do(tiny):
         prompts, max_new_tokens=8, temperature=0.0, seed=0
     )
     assert got == padded
+
+
+def test_a_process_that_never_closes_its_engine_still_exits():
+    import subprocess
+    import sys
+
+    script = (
+        "from terminalworld.core.assets import load_tokenizer, tiny_qwen3\n"
+        "from terminalworld.core.engine import ContinuousEngine\n"
+        "tok = load_tokenizer('smollm2')\n"
+        "e = ContinuousEngine(tiny_qwen3(len(tok), seed=1).eval(), stop=[tok.eos_token_id], max_batch=2, cache_tokens=1024)\n"
+        "print(len(e.generate([1, 2, 3], max_new_tokens=2, temperature=0.0, seed=0)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("2"), done.stderr[-2000:]

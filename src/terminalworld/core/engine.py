@@ -140,7 +140,11 @@ class ContinuousEngine:
         self._waiting: dict[str, tuple[threading.Event, list]] = {}
         self._lock = threading.Lock()
         self._count = 0
-        self.manager.start()
+        # Started from a daemon thread, the manager's generation thread is a daemon too (a thread
+        # inherits it), so a process that never closes its engine still exits.
+        starter = threading.Thread(target=self.manager.start, daemon=True)
+        starter.start()
+        starter.join()
         self._router = threading.Thread(target=self._route, daemon=True, name="engine-results")
         self._router.start()
 
