@@ -261,6 +261,16 @@ HOSTILE = [
     "nested pattern through a real Harbor job with a grounded simulated environment, whose trial ends",
     "before the agent timeout and is scored.",
     "",
+    "What a command leaves in the copy is hostile in size too, so one command's blocks cost the host",
+    "bounded work whatever the copy holds (`grounding.retrieval`'s caps): at most 64 MiB read (1 MiB a",
+    "file), 256 KiB of characters a block and 1 MiB in all, 1,000 lines a side diffed per file and",
+    "8,000 in all (difflib is quadratic), a folder's first 10,000 entries and a walk's 5,000 files or",
+    "50,000 entries; the start state is kept as sizes and digests, with 32 MiB of its text for diffs.",
+    "Searches scan each file from hit to hit in RE2, not line by line in Python. Past a cap the block",
+    "says so in a line of its own. `tests/sim/test_grounding_bounds.py` fills a copy to 64 MiB of",
+    "short-line files, which cost 2.6 GiB for `git diff` before, and measures the host's peak memory on",
+    "`git diff`, `git status`, searches, a listing, a walk and a `cat`: 27 MiB above where it started.",
+    "",
 ]
 
 

@@ -5,6 +5,7 @@ the folders on the way count alone; refspecs, `safe.directory` naming the folder
 `remote = .` do not make the whole folder count; git that fails, lists too much or is absent is
 told apart in one line."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -32,13 +33,13 @@ def _configured_repo(repo: Path) -> None:
     for folder in (".husky", "scripts", "main"):
         (repo / folder).mkdir()
     (repo / "scripts/pc.sh").write_text("true\n")
-    (repo / ".husky/pre-commit").symlink_to("../scripts/pc.sh")
+    (repo / ".husky/pre-commit").symlink_to(os.path.join("..", "scripts", "pc.sh"))
     (repo / "evil.cfg").write_text("[core]\n\tsshCommand = sh ./ssh.sh\n[include]\n\tpath = deeper.cfg\n")
     (repo / "deeper.cfg").write_text('[diff "x"]\n\ttextconv = conv/t --flag\n')
     for key, value in [
         ("core.hooksPath", ".husky"),
         ("alias.x", "!./tools/x.sh --flag && true"),
-        ("includeIf.onbranch:evil.path", "../evil.cfg"),  # not active on the current branch
+        ("includeIf.onbranch:evil.path", os.path.join("..", "evil.cfg")),  # not active on the current branch
         ("branch.main.remote", "."),
         ("branch.main.merge", "refs/heads/main"),
         ("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"),

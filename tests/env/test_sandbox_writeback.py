@@ -279,7 +279,7 @@ def _configured_repo(repo: Path, uid: int | None) -> dict[str, bytes]:
     _git_repo(repo, None)
     (repo / "extra.gitconfig").write_text("[user]\n\tname = t\n")
     _host_git(repo, "config", "core.hooksPath", ".husky")
-    _host_git(repo, "config", "include.path", "../extra.gitconfig")
+    _host_git(repo, "config", "include.path", os.path.join("..", "extra.gitconfig"))
     if uid is not None:
         as_user.own(uid, repo, *repo.rglob("*"))
     return {name: (repo / name).read_bytes() for name in (".git/config", "extra.gitconfig")}
