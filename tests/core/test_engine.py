@@ -6,30 +6,14 @@ concurrent requests draw what each draws alone, a rerun draws the same, and anot
 otherwise. The nucleus cut keeps exactly the smallest set reaching `top_p`."""
 
 import copy
-import threading
 
 import pytest
 
 from terminalworld.core.assets import load_hf_model, load_tokenizer, tiny_qwen3
 from terminalworld.core.engine import ContinuousEngine, _nucleus, draw_seed
 from terminalworld.core.formats import load_trajectories
+from tests.core.test_batching import _concurrently
 from tests.paths import SWE_ZERO
-
-
-def _concurrently(engine, jobs):
-    out = [None] * len(jobs)
-    barrier = threading.Barrier(len(jobs))
-
-    def run(k, kw):
-        barrier.wait()
-        out[k] = engine.generate(**kw)
-
-    workers = [threading.Thread(target=run, args=(k, kw)) for k, kw in enumerate(jobs)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    return out
 
 
 def _prompts(tok, n, chat=False):

@@ -77,10 +77,7 @@ class DynamicBatcher:
     ) -> list[int]:
         """The tokens generated after `ids`, through the first stop token, at most `max_new_tokens`:
         greedy at `temperature` 0, else sampled with `seed` (a bad value raises ValueError here)."""
-        if not ids or max_new_tokens < 1:
-            raise ValueError(
-                f"a request needs prompt tokens and max_new_tokens >= 1, not {len(ids)} and {max_new_tokens}"
-            )
+        check_request(ids, max_new_tokens)
         job = _Job(list(ids), max_new_tokens, RowDraw(temperature=temperature, seed=seed, top_p=top_p))
         with self._lock:
             if self._worker is None:
@@ -146,6 +143,12 @@ class DynamicBatcher:
             stop=self.stop,
         )
         return [until_stop(row.tolist()[: j.max_new_tokens], self.stop) for row, j in zip(out, batch, strict=True)]
+
+
+def check_request(ids: list[int], max_new_tokens: int) -> None:
+    """Refuse a request with no prompt tokens or no room for a new one (ValueError)."""
+    if not ids or max_new_tokens < 1:
+        raise ValueError(f"a request needs prompt tokens and max_new_tokens >= 1, not {len(ids)} and {max_new_tokens}")
 
 
 def until_stop(ids: list[int], stop: list[int]) -> list[int]:

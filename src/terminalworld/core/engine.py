@@ -153,12 +153,11 @@ class ContinuousEngine:
     ) -> list[int]:
         """The tokens generated after `ids`, through the first stop token, at most `max_new_tokens`:
         greedy at `temperature` 0, else sampled with `seed` (a bad value raises ValueError here)."""
-        if not ids or max_new_tokens < 1:
-            raise ValueError(
-                f"a request needs prompt tokens and max_new_tokens >= 1, not {len(ids)} and {max_new_tokens}"
-            )
-        if temperature < 0 or not 0 < top_p <= 1:
-            raise ValueError(f"temperature must be >= 0 and top_p in (0, 1], not {temperature}, {top_p}")
+        from terminalworld.core.batching import check_request
+        from terminalworld.core.decoding import RowDraw
+
+        check_request(ids, max_new_tokens)
+        draw = RowDraw(temperature=float(temperature), seed=int(seed), top_p=float(top_p))  # its bounds
         done, box = threading.Event(), []
         with self._lock:
             self._count += 1
@@ -169,9 +168,9 @@ class ContinuousEngine:
             request_id=request_id,
             max_new_tokens=max_new_tokens,
             eos_token_id=self.stop,
-            temperature=float(temperature),
-            top_p=float(top_p),
-            seed=int(seed),
+            temperature=draw.temperature,
+            top_p=draw.top_p,
+            seed=draw.seed,
         )
         done.wait()
         result = box[0]
